@@ -1,0 +1,428 @@
+// The one GPU object every kernel goes through: device set-up with the features and limits kernels can
+// use, tensors from a buffer pool, a pipeline cache keyed by WGSL variant, batched dispatches with their
+// uniforms, reads back to the CPU, per-kernel timing, and errors that name the kernel or buffer.
+import { SHADERS } from '../generated/shaders.ts';
+import { BYTES, type DType, fromF16Array, toF16Array } from './dtype.ts';
+import { GpuDeviceLostError, GpuError, GpuLimitError, GpuOutOfMemoryError, GpuValidationError } from './errors.ts';
+import { BufferPool, STORAGE_USAGE } from './pool.ts';
+import { Profiler } from './profiler.ts';
+import { loadRuntime, type RuntimeName } from './runtime.ts';
+import { Tensor } from './tensor.ts';
+import type { Uniforms } from './uniforms.ts';
+
+/** Optional features the kernels have fast paths for. */
+export const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', 'chromium-experimental-subgroup-matrix'] as const;
+
+/** Limits raised to the adapter's maximum when requesting the device. */
+const RAISED_LIMITS = [
+  'maxBufferSize',
+  'maxStorageBufferBindingSize',
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeInvocationsPerWorkgroup',
+  'maxComputeWorkgroupSizeX',
+  'maxComputeWorkgroupSizeY',
+  'maxComputeWorkgroupSizeZ',
+  'maxComputeWorkgroupsPerDimension',
+  'maxStorageBuffersPerShaderStage',
+  'maxUniformBufferBindingSize',
+] as const;
+
+export interface GpuOptions {
+  /** Features not to enable even when present (to test the f32 fallbacks). */
+  disable?: string[];
+  powerPreference?: GPUPowerPreference;
+  /** Record per-kernel GPU time with timestamp queries (when the feature exists). */
+  profile?: boolean;
+}
+
+/** Compile-time choices prepended to a shader: `enable`s, type aliases and constants. */
+export interface ShaderVariant {
+  enables?: string[];
+  aliases?: Record<string, string>;
+  consts?: Record<string, number | boolean>;
+}
+
+export interface BufferSlice {
+  buffer: GPUBuffer;
+  offset?: number;
+  size?: number;
+}
+
+export interface Dispatch {
+  /** File name in shaders/, without .wgsl. */
+  shader: string;
+  entry?: string;
+  variant?: ShaderVariant;
+  /** Bound at binding 0 when present. */
+  uniforms?: Uniforms;
+  /** Storage buffers at bindings 1, 2, … in order; null skips a binding the entry point does not use
+   * (layout 'auto' keeps only the bindings an entry point statically uses). */
+  bindings: (Tensor | BufferSlice | null)[];
+  workgroups: readonly [number, number?, number?];
+  /** Name used in timings and errors; defaults to the shader name. */
+  label?: string;
+}
+
+export interface AdapterReport {
+  runtime: RuntimeName;
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  /** Name of the CPU Vulkan driver (SwiftShader, lavapipe) when software-rendered, else null. */
+  cpuDriver: string | null;
+  features: string[];
+  limits: Record<string, number>;
+}
+
+const UNIFORM_CHUNK = 65536;
+
+export function variantHeader(v: ShaderVariant | undefined): string {
+  if (!v) return '';
+  const enables = new Set(v.enables ?? []);
+  for (const t of Object.values(v.aliases ?? {})) if (/\bf16\b/.test(t)) enables.add('f16');
+  const lines = [...enables].map((e) => `enable ${e};`);
+  for (const [k, t] of Object.entries(v.aliases ?? {})) lines.push(`alias ${k} = ${t};`);
+  for (const [k, c] of Object.entries(v.consts ?? {})) {
+    lines.push(`const ${k} = ${typeof c === 'boolean' ? c : Number.isInteger(c) ? String(c) : `${c}f`};`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+export class Gpu {
+  readonly pool: BufferPool;
+  readonly profiler: Profiler | null;
+  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly pendingErrors: Promise<GpuError | null>[] = [];
+  private encoder: GPUCommandEncoder | null = null;
+  private pass: GPUComputePassEncoder | null = null;
+  private batchLabels: string[] = [];
+  private uniformChunks: { buffer: GPUBuffer; staged: Uint8Array; used: number }[] = [];
+  private uniformChunk = 0;
+  private lostInfo: GPUDeviceLostInfo | null = null;
+  private lastKernels: string[] = [];
+
+  private constructor(
+    readonly device: GPUDevice,
+    readonly adapter: GPUAdapter,
+    readonly report: AdapterReport,
+    profile: boolean,
+  ) {
+    this.pool = new BufferPool((size, label) => this.createBuffer(size, STORAGE_USAGE, label));
+    this.profiler = profile && this.has('timestamp-query') ? new Profiler(device) : null;
+    void device.lost.then((info) => {
+      this.lostInfo = info;
+    });
+    device.addEventListener('uncapturederror', (e) => {
+      const err = (e as GPUUncapturedErrorEvent).error;
+      this.pendingErrors.push(Promise.resolve(new GpuValidationError(`uncaptured GPU error: ${err.message}`)));
+    });
+  }
+
+  static async create(options: GpuOptions = {}): Promise<Gpu> {
+    const rt = await loadRuntime();
+    const adapter = await rt.gpu.requestAdapter({ powerPreference: options.powerPreference ?? 'high-performance' });
+    if (!adapter) {
+      throw new GpuError(
+        `no WebGPU adapter under ${rt.name}: install a Vulkan driver (GPU driver, or on a CPU-only machine: ` +
+          `apt-get install chromium for SwiftShader under Node, mesa-vulkan-drivers for lavapipe under Deno)`,
+      );
+    }
+    const disabled = new Set(options.disable ?? []);
+    const features = WANTED_FEATURES.filter((f) => adapter.features.has(f) && !disabled.has(f)) as GPUFeatureName[];
+    const requiredLimits: Record<string, number> = {};
+    const alimits = adapter.limits as unknown as Record<string, number>;
+    for (const name of RAISED_LIMITS) if (typeof alimits[name] === 'number') requiredLimits[name] = alimits[name]!;
+    const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
+    const info = adapter.info ?? ({} as GPUAdapterInfo);
+    const text = `${info.vendor} ${info.architecture} ${info.device} ${info.description}`;
+    const cpuDriver = rt.cpuDriver ?? (/swiftshader/i.test(text) ? 'SwiftShader' : /llvmpipe|lavapipe/i.test(text) ? 'lavapipe' : null);
+    if (cpuDriver && rt.name === 'deno') console.error(`troupe: no GPU adapter; using ${cpuDriver} (CPU) through wgpu`);
+    const limits: Record<string, number> = {};
+    const dl = device.limits as unknown as Record<string, number>;
+    for (const k in dl) if (typeof dl[k] === 'number') limits[k] = dl[k]!;
+    const report: AdapterReport = {
+      runtime: rt.name,
+      vendor: info.vendor ?? '',
+      architecture: info.architecture ?? '',
+      device: info.device ?? '',
+      description: info.description ?? '',
+      cpuDriver,
+      features: [...device.features].map(String).sort(),
+      limits,
+    };
+    return new Gpu(device, adapter, report, options.profile ?? false);
+  }
+
+  has(feature: string): boolean {
+    return this.device.features.has(feature);
+  }
+
+  /** Whether f16 storage and arithmetic are available in shaders. */
+  get f16(): boolean {
+    return this.has('shader-f16');
+  }
+
+  get limits(): GPUSupportedLimits {
+    return this.device.limits;
+  }
+
+  get memory() {
+    return this.pool.stats;
+  }
+
+  // ---- buffers and tensors ----
+
+  private createBuffer(size: number, usage: number, label: string): GPUBuffer {
+    this.checkLost(label);
+    if (size > this.limits.maxBufferSize) {
+      throw new GpuLimitError(`buffer ${label}: ${size} bytes exceeds maxBufferSize ${this.limits.maxBufferSize}`);
+    }
+    this.device.pushErrorScope('out-of-memory');
+    const buffer = this.device.createBuffer({ size, usage, label });
+    this.pendingErrors.push(
+      this.device.popErrorScope().then((e) => (e ? new GpuOutOfMemoryError(`out of GPU memory allocating ${label} (${size} bytes): ${e.message}`) : null)),
+    );
+    return buffer;
+  }
+
+  /** A new tensor (contents undefined until written). */
+  tensor(shape: readonly number[], dtype: DType, label: string): Tensor {
+    const n = shape.reduce((a, b) => a * b, 1);
+    if (!shape.every((d) => Number.isInteger(d) && d >= 0)) throw new Error(`${label}: bad shape [${shape}]`);
+    const bytes = Math.max(4, Math.ceil((n * BYTES[dtype]) / 4) * 4);
+    return new Tensor(this, this.pool.acquire(bytes, label), shape, dtype, label);
+  }
+
+  /** A tensor holding `data`. f16 tensors take float data (converted) or raw Uint16 bits. */
+  upload(data: ArrayLike<number> | ArrayBufferView, shape: readonly number[], dtype: DType, label: string): Tensor {
+    const t = this.tensor(shape, dtype, label);
+    this.write(t, data);
+    return t;
+  }
+
+  write(t: Tensor, data: ArrayLike<number> | ArrayBufferView, elementOffset = 0): void {
+    let bytes: ArrayBufferView;
+    if (t.dtype === 'f16') bytes = data instanceof Uint16Array ? data : toF16Array(data as ArrayLike<number>);
+    else if (ArrayBuffer.isView(data) && !(data instanceof Float64Array) && !(data instanceof DataView)) {
+      const expected = t.dtype === 'f32' ? Float32Array : t.dtype === 'u32' ? Uint32Array : Int32Array;
+      bytes = data instanceof expected || data instanceof Uint8Array ? data : new expected(data as unknown as ArrayLike<number>);
+    } else {
+      const ctor = t.dtype === 'f32' ? Float32Array : t.dtype === 'u32' ? Uint32Array : Int32Array;
+      bytes = new ctor(data as ArrayLike<number>);
+    }
+    const off = elementOffset * BYTES[t.dtype];
+    if (off + bytes.byteLength > t.buffer.size) {
+      throw new GpuLimitError(`write to ${t.label}: ${bytes.byteLength} bytes at ${off} overflow its ${t.buffer.size}-byte buffer`);
+    }
+    // queue.writeBuffer runs before not-yet-submitted commands: submit them first to keep program order.
+    if (this.batchLabels.length) this.flush();
+    let len = bytes.byteLength;
+    let src: Uint8Array = new Uint8Array(bytes.buffer, bytes.byteOffset, len);
+    if (len % 4) {
+      const padded = new Uint8Array(Math.ceil(len / 4) * 4);
+      padded.set(src);
+      src = padded;
+      len = padded.length;
+    }
+    this.device.queue.writeBuffer(t.buffer, off, src as Uint8Array<ArrayBuffer>, 0, len);
+  }
+
+  /** Reads a tensor back: Float32Array for f32 and f16 (converted), Uint32Array/Int32Array otherwise. */
+  async read(t: Tensor): Promise<Float32Array | Uint32Array | Int32Array> {
+    const raw = await this.readBytes(t.buffer, 0, Math.ceil(t.byteLength / 4) * 4, t.label);
+    switch (t.dtype) {
+      case 'f32':
+        return new Float32Array(raw);
+      case 'f16':
+        return fromF16Array(new Uint16Array(raw, 0, t.size));
+      case 'u32':
+        return new Uint32Array(raw);
+      case 'i32':
+        return new Int32Array(raw);
+    }
+  }
+
+  async readF32(t: Tensor): Promise<Float32Array> {
+    if (t.dtype !== 'f32' && t.dtype !== 'f16') throw new Error(`readF32: ${t.label} is ${t.dtype}`);
+    return (await this.read(t)) as Float32Array;
+  }
+
+  async readBytes(buffer: GPUBuffer, offset: number, size: number, label = buffer.label): Promise<ArrayBuffer> {
+    this.checkLost(label);
+    const staging = this.device.createBuffer({ size: Math.max(4, size), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: `read ${label}` });
+    this.endPass();
+    this.beginBatch();
+    this.encoder!.copyBufferToBuffer(buffer, offset, staging, 0, size);
+    this.batchLabels.push(`read ${label}`);
+    this.flush();
+    try {
+      await staging.mapAsync(GPUMapMode.READ);
+    } catch (e) {
+      await this.throwPending();
+      this.checkLost(label);
+      throw new GpuError(`reading ${label} failed: ${(e as Error).message}`);
+    }
+    const out = staging.getMappedRange().slice(0);
+    staging.destroy();
+    await this.throwPending();
+    return out;
+  }
+
+  copy(src: Tensor, dst: Tensor, bytes = Math.min(src.byteLength, dst.buffer.size), srcOffset = 0, dstOffset = 0): void {
+    this.endPass();
+    this.beginBatch();
+    this.encoder!.copyBufferToBuffer(src.buffer, srcOffset, dst.buffer, dstOffset, Math.ceil(bytes / 4) * 4);
+    this.batchLabels.push(`copy ${src.label}->${dst.label}`);
+  }
+
+  // ---- pipelines and dispatch ----
+
+  pipeline(shader: string, entry = 'main', variant?: ShaderVariant): GPUComputePipeline {
+    const header = variantHeader(variant);
+    const key = `${shader}|${entry}|${header}`;
+    let p = this.pipelines.get(key);
+    if (p) return p;
+    const source = SHADERS[shader];
+    if (source === undefined) throw new GpuError(`unknown shader ${shader} (no shaders/${shader}.wgsl; run npm run embed)`);
+    const label = `${shader}:${entry}`;
+    this.device.pushErrorScope('validation');
+    const module = this.device.createShaderModule({ code: header + source, label });
+    p = this.device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: entry }, label });
+    this.pendingErrors.push(
+      this.device.popErrorScope().then(async (e) => {
+        if (!e) return null;
+        const info = await module.getCompilationInfo();
+        const msgs = info.messages.map((m) => `  ${m.type} at ${m.lineNum}:${m.linePos}: ${m.message}`).join('\n');
+        return new GpuValidationError(`shader ${label} failed to compile or validate: ${e.message}${msgs ? '\n' + msgs : ''}`);
+      }),
+    );
+    this.pipelines.set(key, p);
+    return p;
+  }
+
+  dispatch(d: Dispatch): void {
+    const label = d.label ?? d.shader;
+    this.checkLost(label);
+    const [x, y = 1, z = 1] = d.workgroups;
+    const maxWg = this.limits.maxComputeWorkgroupsPerDimension;
+    if (x > maxWg || y > maxWg || z > maxWg) {
+      throw new GpuLimitError(`kernel ${label}: workgroups [${x},${y},${z}] exceed maxComputeWorkgroupsPerDimension ${maxWg}`);
+    }
+    if (x === 0 || y === 0 || z === 0) return;
+    const pipeline = this.pipeline(d.shader, d.entry, d.variant);
+    const entries: GPUBindGroupEntry[] = [];
+    if (d.uniforms) entries.push({ binding: 0, resource: this.uniformSlot(d.uniforms.bytes()) });
+    const maxBind = this.limits.maxStorageBufferBindingSize;
+    d.bindings.forEach((b, i) => {
+      if (b === null) return;
+      const res: GPUBufferBinding = b instanceof Tensor ? { buffer: b.buffer } : { buffer: b.buffer, offset: b.offset ?? 0, size: b.size };
+      const size = res.size ?? res.buffer.size - (res.offset ?? 0);
+      if (size > maxBind) {
+        throw new GpuLimitError(`kernel ${label}: binding ${i + 1} (${res.buffer.label}) is ${size} bytes, over maxStorageBufferBindingSize ${maxBind}`);
+      }
+      if (b instanceof Tensor && b.isReleased) throw new GpuError(`kernel ${label}: binding ${i + 1} (${b.label}) was released`);
+      entries.push({ binding: i + 1, resource: res });
+    });
+    const bindGroup = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label });
+    this.beginBatch();
+    let pass: GPUComputePassEncoder;
+    if (this.profiler) {
+      this.endPass();
+      pass = this.encoder!.beginComputePass({ label, timestampWrites: this.profiler.writes(label) });
+    } else {
+      this.pass ??= this.encoder!.beginComputePass();
+      pass = this.pass;
+    }
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup);
+    pass.dispatchWorkgroups(x, y, z);
+    if (this.profiler) pass.end();
+    this.batchLabels.push(label);
+  }
+
+  private beginBatch(): void {
+    if (this.encoder) return;
+    this.device.pushErrorScope('out-of-memory');
+    this.device.pushErrorScope('validation');
+    this.encoder = this.device.createCommandEncoder();
+  }
+
+  private endPass(): void {
+    this.pass?.end();
+    this.pass = null;
+  }
+
+  private uniformSlot(bytes: Uint8Array): GPUBufferBinding {
+    const align = this.limits.minUniformBufferOffsetAlignment;
+    let chunk = this.uniformChunks[this.uniformChunk];
+    if (chunk && chunk.used + bytes.length > UNIFORM_CHUNK) chunk = this.uniformChunks[++this.uniformChunk];
+    if (!chunk) {
+      const buffer = this.device.createBuffer({ size: UNIFORM_CHUNK, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'uniforms' });
+      chunk = { buffer, staged: new Uint8Array(UNIFORM_CHUNK), used: 0 };
+      this.uniformChunks.push(chunk);
+    }
+    const offset = chunk.used;
+    chunk.staged.set(bytes, offset);
+    chunk.used = Math.ceil((offset + bytes.length) / align) * align;
+    return { buffer: chunk.buffer, offset, size: bytes.length };
+  }
+
+  /** Submits everything recorded so far. Errors of the batch surface at the next read/sync. */
+  flush(): void {
+    if (!this.encoder) return;
+    this.endPass();
+    for (const c of this.uniformChunks) {
+      if (c.used) this.device.queue.writeBuffer(c.buffer, 0, c.staged as Uint8Array<ArrayBuffer>, 0, c.used);
+      c.used = 0;
+    }
+    this.uniformChunk = 0;
+    this.profiler?.resolve(this.encoder);
+    const labels = this.batchLabels;
+    this.lastKernels = labels;
+    this.device.queue.submit([this.encoder.finish()]);
+    this.encoder = null;
+    this.batchLabels = [];
+    this.profiler?.collect();
+    const names = () => summarize(labels);
+    const validation = this.device.popErrorScope();
+    const oom = this.device.popErrorScope();
+    this.pendingErrors.push(
+      validation.then((e) => (e ? new GpuValidationError(`GPU validation error in batch [${names()}]: ${e.message}`) : null)),
+      oom.then((e) => (e ? new GpuOutOfMemoryError(`out of GPU memory in batch [${names()}]: ${e.message}`) : null)),
+    );
+  }
+
+  /** Waits for all submitted work; throws the first error any of it raised. */
+  async sync(): Promise<void> {
+    this.flush();
+    await this.device.queue.onSubmittedWorkDone();
+    await this.throwPending();
+    this.checkLost('sync');
+  }
+
+  private async throwPending(): Promise<void> {
+    if (!this.pendingErrors.length) return;
+    const errs = (await Promise.all(this.pendingErrors.splice(0))).filter((e): e is GpuError => e !== null);
+    if (errs.length) throw errs[0];
+  }
+
+  private checkLost(what: string): void {
+    if (!this.lostInfo) return;
+    throw new GpuDeviceLostError(
+      `GPU device lost (${this.lostInfo.reason}: ${this.lostInfo.message}) at ${what}; last batch: [${summarize(this.lastKernels)}]`,
+    );
+  }
+
+  destroy(): void {
+    this.flush();
+    this.pool.trim();
+    this.device.destroy();
+  }
+}
+
+function summarize(labels: string[]): string {
+  const counts = new Map<string, number>();
+  for (const l of labels) counts.set(l, (counts.get(l) ?? 0) + 1);
+  return [...counts].map(([l, n]) => (n > 1 ? `${l}×${n}` : l)).join(', ');
+}
