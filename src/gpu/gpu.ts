@@ -100,6 +100,7 @@ export class Gpu {
   private uniformChunks: { buffer: GPUBuffer; staged: Uint8Array; used: number }[] = [];
   private uniformChunk = 0;
   private lostInfo: GPUDeviceLostInfo | null = null;
+  private destroyed = false;
   private lastKernels: string[] = [];
 
   private constructor(
@@ -202,6 +203,7 @@ export class Gpu {
   }
 
   write(t: Tensor, data: ArrayLike<number> | ArrayBufferView, elementOffset = 0): void {
+    expectLive('write to', t);
     let bytes: ArrayBufferView;
     if (t.dtype === 'f16') bytes = data instanceof Uint16Array ? data : toF16Array(data as ArrayLike<number>);
     else if (ArrayBuffer.isView(data) && !(data instanceof Float64Array) && !(data instanceof DataView)) {
@@ -230,6 +232,7 @@ export class Gpu {
 
   /** Reads a tensor back: Float32Array for f32 and f16 (converted), Uint32Array/Int32Array otherwise. */
   async read(t: Tensor): Promise<Float32Array | Uint32Array | Int32Array> {
+    expectLive('read of', t);
     const raw = await this.readBytes(t.buffer, 0, Math.ceil(t.byteLength / 4) * 4, t.label);
     switch (t.dtype) {
       case 'f32':
@@ -270,6 +273,8 @@ export class Gpu {
   }
 
   copy(src: Tensor, dst: Tensor, bytes = Math.min(src.byteLength, dst.buffer.size), srcOffset = 0, dstOffset = 0): void {
+    expectLive('copy from', src);
+    expectLive('copy to', dst);
     this.endPass();
     this.beginBatch();
     this.encoder!.copyBufferToBuffer(src.buffer, srcOffset, dst.buffer, dstOffset, Math.ceil(bytes / 4) * 4);
@@ -310,22 +315,26 @@ export class Gpu {
       throw new GpuLimitError(`kernel ${label}: workgroups [${x},${y},${z}] exceed maxComputeWorkgroupsPerDimension ${maxWg}`);
     }
     if (x === 0 || y === 0 || z === 0) return;
-    const pipeline = this.pipeline(d.shader, d.entry, d.variant);
+    // Bindings are checked before the pipeline is built: a rejected dispatch leaves no pending error behind.
     const entries: GPUBindGroupEntry[] = [];
-    if (d.uniforms) entries.push({ binding: 0, resource: this.uniformSlot(d.uniforms.bytes()) });
     const maxBind = this.limits.maxStorageBufferBindingSize;
     d.bindings.forEach((b, i) => {
       if (b === null) return;
       const res: GPUBufferBinding = b instanceof Tensor ? { buffer: b.buffer } : { buffer: b.buffer, offset: b.offset ?? 0, size: b.size };
       const size = res.size ?? res.buffer.size - (res.offset ?? 0);
       if (size > maxBind) {
-        throw new GpuLimitError(`kernel ${label}: binding ${i + 1} (${res.buffer.label}) is ${size} bytes, over maxStorageBufferBindingSize ${maxBind}`);
+        // A tensor's own label: pooled buffers keep their first label under wgpu (label is not writable there).
+        const name = b instanceof Tensor ? b.label : res.buffer.label;
+        throw new GpuLimitError(`kernel ${label}: binding ${i + 1} (${name}) is ${size} bytes, over maxStorageBufferBindingSize ${maxBind}`);
       }
       if (b instanceof Tensor && b.isReleased) throw new GpuError(`kernel ${label}: binding ${i + 1} (${b.label}) was released`);
       entries.push({ binding: i + 1, resource: res });
     });
-    const bindGroup = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label });
+    const pipeline = this.pipeline(d.shader, d.entry, d.variant);
+    if (d.uniforms) entries.push({ binding: 0, resource: this.uniformSlot(d.uniforms.bytes()) });
+    // Inside the batch's error scopes, so a bind group error is reported with the batch's kernels.
     this.beginBatch();
+    const bindGroup = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label });
     let pass: GPUComputePassEncoder;
     if (this.profiler) {
       this.endPass();
@@ -395,6 +404,7 @@ export class Gpu {
 
   /** Waits for all submitted work; throws the first error any of it raised. */
   async sync(): Promise<void> {
+    this.checkLost('sync');
     this.flush();
     await this.device.queue.onSubmittedWorkDone();
     await this.throwPending();
@@ -408,6 +418,7 @@ export class Gpu {
   }
 
   private checkLost(what: string): void {
+    if (this.destroyed) throw new GpuDeviceLostError(`GPU device was destroyed (Gpu.destroy()) before ${what}`);
     if (!this.lostInfo) return;
     throw new GpuDeviceLostError(
       `GPU device lost (${this.lostInfo.reason}: ${this.lostInfo.message}) at ${what}; last batch: [${summarize(this.lastKernels)}]`,
@@ -415,10 +426,17 @@ export class Gpu {
   }
 
   destroy(): void {
+    if (this.destroyed) return;
     this.flush();
     this.pool.trim();
     this.device.destroy();
+    this.destroyed = true;
   }
+}
+
+/** A released tensor's buffer may already hold another tensor: using it would silently read or clobber that one. */
+function expectLive(what: string, t: Tensor): void {
+  if (t.isReleased) throw new GpuError(`${what} ${t.label}: the tensor was released`);
 }
 
 function summarize(labels: string[]): string {

@@ -44,6 +44,7 @@ export function loadRuntime(): Promise<GpuRuntime> {
 
 async function loadRuntimeUncached(): Promise<GpuRuntime> {
   const name = detectRuntime();
+  if (name === 'deno') useVulkanOnlyInDeno();
   if (name !== 'node') {
     const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
     if (!gpu) {
@@ -81,4 +82,11 @@ async function loadRuntimeUncached(): Promise<GpuRuntime> {
   const webgpu = (await import('webgpu')) as unknown as { create(flags: string[]): GPU; globals: Record<string, unknown> };
   Object.assign(globalThis, webgpu.globals);
   return { name, gpu: webgpu.create(DAWN_FLAGS), cpuDriver };
+}
+
+/** wgpu probes every backend, so Deno loads libEGL too; libEGL's destructor at exit can race a worker
+ * thread's exit (double free, SIGABRT after all work is done). troupe only uses Vulkan on Linux. */
+function useVulkanOnlyInDeno(): void {
+  const deno = (globalThis as { Deno?: { build: { os: string }; env: { get(k: string): string | undefined; set(k: string, v: string): void } } }).Deno!;
+  if (deno.build.os === 'linux' && !deno.env.get('DENO_WEBGPU_BACKEND')) deno.env.set('DENO_WEBGPU_BACKEND', 'vulkan');
 }

@@ -1,0 +1,149 @@
+// Attention benchmark at Qwen3-0.6B shapes (16 heads, 8 kv heads, head dim 128): packed causal prefill
+// forward and backward (8 sequences of 1024), paged decode (256 sequences × 1024 cached tokens, one new
+// token each) and a paged prefill chunk, with the f16 cache when the device has shader-f16. Values are
+// GFLOP/s of the nominal causal work (forward 4·hd FLOPs per (query, visible key, head); backward 2.5×
+// that, as FlashAttention counts it), or GB/s of K/V cache read (decode) / written (kv_write). Timing:
+// one warm-up round, then the median of 5 repeats of 10 calls, wall clock around gpu.sync().
+// bench/torch/bench_attention.py times the same names and shapes in PyTorch (sdpa).
+import type { Gpu } from '../src/gpu/gpu.ts';
+import type { Tensor } from '../src/gpu/tensor.ts';
+import { type AttentionDims, attentionBackward, attentionPaged, attentionPrefill } from '../src/kernels/attention.ts';
+import { KvCache, type PagedBatch, releaseBatch } from '../src/model/kv-cache.ts';
+import { benchRow, type BenchRow } from './results.ts';
+
+const REPEATS = 5;
+const CALLS = 10;
+
+interface Shape {
+  dims: AttentionDims;
+  seqs: number;
+  len: number;
+  /** decode: sequences and cached tokens per sequence */
+  decodeSeqs: number;
+  decodeLen: number;
+}
+
+const FULL: Shape = { dims: { nHeads: 16, nKv: 8, headDim: 128 }, seqs: 8, len: 1024, decodeSeqs: 256, decodeLen: 1024 };
+const QUICK: Shape = { dims: { nHeads: 4, nKv: 2, headDim: 32 }, seqs: 2, len: 32, decodeSeqs: 4, decodeLen: 40 };
+
+function random(n: number, seed: number): Float32Array {
+  const out = new Float32Array(n);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = ((s >>> 8) + 0.5) / (1 << 23) - 1;
+  }
+  return out;
+}
+
+async function secondsPerCall(gpu: Gpu, run: () => Tensor[]): Promise<number> {
+  const once = () => {
+    for (const t of run()) t.release();
+  };
+  for (let i = 0; i < CALLS; i++) once();
+  await gpu.sync();
+  const times: number[] = [];
+  for (let r = 0; r < REPEATS; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < CALLS; i++) once();
+    await gpu.sync();
+    times.push((performance.now() - t0) / 1000 / CALLS);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)]!;
+}
+
+/** Fills a cache with `lens[i] − fresh` random tokens per sequence and builds the batch adding `fresh` each. */
+function pagedSetup(gpu: Gpu, dims: AttentionDims, lens: number[], fresh: number) {
+  const pageSize = 16;
+  const pages = lens.reduce((a, l) => a + Math.ceil(l / pageSize), 0);
+  const cache = new KvCache(gpu, { layers: 1, nKv: dims.nKv, headDim: dims.headDim, pageSize, numPages: pages, dtype: 'f16' });
+  const seqPages = lens.map((l) => cache.allocate(Math.ceil(l / pageSize)));
+  const all = cache.buildBatch(seqPages.map((p, i) => ({ pages: p, cachedLen: 0, newTokens: lens[i]! })));
+  const n = lens.reduce((a, b) => a + b, 0) * dims.nKv * dims.headDim;
+  const k = gpu.upload(random(n, 3), [n], 'f32', 'bench.k');
+  const v = gpu.upload(random(n, 4), [n], 'f32', 'bench.v');
+  cache.write(0, k, v, all.slots);
+  k.release();
+  v.release();
+  releaseBatch(all);
+  const batch: PagedBatch = cache.buildBatch(seqPages.map((p, i) => ({ pages: p, cachedLen: lens[i]! - fresh, newTokens: fresh })));
+  const Tq = lens.length * fresh;
+  const q = gpu.upload(random(Tq * dims.nHeads * dims.headDim, 5), [Tq, dims.nHeads, dims.headDim], 'f32', 'bench.q');
+  return { cache, batch, q, free: () => (releaseBatch(batch), q.release(), cache.destroy()) };
+}
+
+export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: string }): Promise<BenchRow[]> {
+  const sh = opts.quick ? QUICK : FULL;
+  const { dims } = sh;
+  const H = dims.nHeads;
+  const D = dims.headDim;
+  const tag = `h${H}kv${dims.nKv}d${D}`;
+  const rows: BenchRow[] = [];
+  const want = (name: string) => !opts.filter || name.includes(opts.filter);
+  const causalPairs = (len: number) => (len * (len + 1)) / 2;
+
+  const prefillName = `attention_prefill_f32_${sh.seqs}x${sh.len}_${tag}`;
+  const backwardName = `attention_backward_f32_${sh.seqs}x${sh.len}_${tag}`;
+  if (want(prefillName) || want(backwardName)) {
+    const T = sh.seqs * sh.len;
+    const q = gpu.upload(random(T * H * D, 1), [T, H, D], 'f32', 'bench.q');
+    const k = gpu.upload(random(T * dims.nKv * D, 2), [T, dims.nKv, D], 'f32', 'bench.k');
+    const v = gpu.upload(random(T * dims.nKv * D, 3), [T, dims.nKv, D], 'f32', 'bench.v');
+    const dO = gpu.upload(random(T * H * D, 4), [T, H, D], 'f32', 'bench.dO');
+    const seq = gpu.upload(Array.from({ length: sh.seqs + 1 }, (_, i) => i * sh.len), [sh.seqs + 1], 'u32', 'bench.seqStarts');
+    const flops = 4 * D * H * sh.seqs * causalPairs(sh.len);
+    const { o, lse } = attentionPrefill(gpu, q, k, v, seq, sh.seqs, dims);
+    if (want(prefillName)) {
+      const s = await secondsPerCall(gpu, () => {
+        attentionPrefill(gpu, q, k, v, seq, sh.seqs, dims, { o, lse });
+        return [];
+      });
+      rows.push(benchRow(gpu, prefillName, flops / s / 1e9, 'GFLOP/s'));
+    }
+    if (want(backwardName)) {
+      const s = await secondsPerCall(gpu, () => Object.values(attentionBackward(gpu, q, k, v, o, lse, dO, seq, sh.seqs, dims)));
+      rows.push(benchRow(gpu, backwardName, (2.5 * flops) / s / 1e9, 'GFLOP/s'));
+    }
+    for (const t of [q, k, v, dO, seq, o, lse]) t.release();
+    gpu.pool.trim();
+  }
+
+  const cacheTag = gpu.f16 ? 'f16cache' : 'f32cache';
+  const decodeName = `attention_decode_${cacheTag}_${sh.decodeSeqs}x${sh.decodeLen}_${tag}`;
+  if (want(decodeName)) {
+    const p = pagedSetup(gpu, dims, Array(sh.decodeSeqs).fill(sh.decodeLen), 1);
+    const s = await secondsPerCall(gpu, () => [attentionPaged(gpu, p.q, p.cache, 0, p.batch, dims)]);
+    const kvBytes = 2 * sh.decodeSeqs * sh.decodeLen * dims.nKv * D * (p.cache.dtype === 'f16' ? 2 : 4);
+    rows.push(benchRow(gpu, decodeName, (4 * D * H * sh.decodeSeqs * sh.decodeLen) / s / 1e9, 'GFLOP/s'));
+    rows.push(benchRow(gpu, `${decodeName}_kvread`, kvBytes / s / 1e9, 'GB/s'));
+    p.free();
+    gpu.pool.trim();
+  }
+
+  const chunkName = `attention_paged_prefill_${cacheTag}_${sh.seqs}x${sh.len}_${tag}`;
+  if (want(chunkName)) {
+    const p = pagedSetup(gpu, dims, Array(sh.seqs).fill(sh.len), sh.len);
+    const s = await secondsPerCall(gpu, () => [attentionPaged(gpu, p.q, p.cache, 0, p.batch, dims)]);
+    rows.push(benchRow(gpu, chunkName, (4 * D * H * sh.seqs * causalPairs(sh.len)) / s / 1e9, 'GFLOP/s'));
+    p.free();
+    gpu.pool.trim();
+  }
+
+  const writeName = `kv_write_${cacheTag}_${sh.decodeSeqs}x${dims.nKv}x${D}`;
+  if (want(writeName)) {
+    const p = pagedSetup(gpu, dims, Array(sh.decodeSeqs).fill(sh.decodeLen), 1);
+    const n = sh.decodeSeqs * dims.nKv * D;
+    const k = gpu.upload(random(n, 8), [sh.decodeSeqs, dims.nKv, D], 'f32', 'bench.newK');
+    const s = await secondsPerCall(gpu, () => {
+      p.cache.write(0, k, k, p.batch.slots);
+      return [];
+    });
+    const bytes = 2 * n * (4 + (p.cache.dtype === 'f16' ? 2 : 4)) + sh.decodeSeqs * 4;
+    rows.push(benchRow(gpu, writeName, bytes / s / 1e9, 'GB/s'));
+    k.release();
+    p.free();
+    gpu.pool.trim();
+  }
+  return rows;
+}

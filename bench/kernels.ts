@@ -1,0 +1,205 @@
+// Kernel benchmark: matmul (the model's shapes: x·Wᵀ with M = tokens, decode, backward layouts, f16
+// weights), softmax, reductions, transpose, casts and an elementwise add. Each row's value is GFLOP/s
+// (compute-bound) or GB/s of nominal traffic (memory-bound: bytes read once + written once). Timing:
+// one warm-up round, then the median of 5 repeats of 10 dispatches, wall clock around gpu.sync().
+// bench/torch/bench_kernels.py times the same names and shapes in PyTorch.
+import type { Gpu } from '../src/gpu/gpu.ts';
+import type { Tensor } from '../src/gpu/tensor.ts';
+import { cast, castBf16 } from '../src/kernels/cast.ts';
+import { add } from '../src/kernels/elementwise.ts';
+import { matmul, matmulWith, type MatmulVariant } from '../src/kernels/matmul.ts';
+import { rowSumSq } from '../src/kernels/reduce.ts';
+import { softmax, softmaxBackward } from '../src/kernels/softmax.ts';
+import { transpose } from '../src/kernels/transpose.ts';
+import { benchRow, type BenchRow } from './results.ts';
+
+export const REPEATS = 5;
+export const DISPATCHES = 10;
+
+interface Case {
+  name: string;
+  unit: 'GFLOP/s' | 'GB/s';
+  /** FLOPs or bytes of one dispatch. */
+  work: number;
+  needsF16?: boolean;
+  /** Allocates inputs; returns one dispatch and the tensors to free afterwards. */
+  setup(gpu: Gpu): { run(): void; tensors: Tensor[] };
+}
+
+/** Values in [-1, 1), never 0: a random block repeated (filling 10^8 values one by one is slow). */
+function randomValues(n: number, seed: number): Float32Array {
+  const out = new Float32Array(n);
+  const block = Math.min(n, 1 << 20);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < block; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = ((s >>> 8) + 0.5) / (1 << 23) - 1;
+  }
+  for (let off = block; off < n; off += block) out.copyWithin(off, 0, Math.min(block, n - off));
+  return out;
+}
+
+function randomTensor(gpu: Gpu, shape: number[], dtype: 'f32' | 'f16', seed: number, label: string): Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const t32 = gpu.upload(randomValues(n, seed), shape, 'f32', label);
+  if (dtype === 'f32') return t32;
+  const t16 = cast(gpu, t32, 'f16');
+  t32.release();
+  return t16;
+}
+
+type Layout = 'AB' | 'xWt' | 'AtB';
+
+/** out[M, N] = op(a)·op(b) in the layout that names it: xWt = x [M,K] · W[N,K]ᵀ; AtB = a[K,M]ᵀ · b[K,N]. */
+function matmulCase(layout: Layout, M: number, N: number, K: number, w: 'f32' | 'f16' = 'f32', variant: MatmulVariant | null = null): Case {
+  const transA = layout === 'AtB';
+  const transB = layout === 'xWt';
+  const decode = M <= 16;
+  const dtypeName = w === 'f16' ? 'f16w' : 'f32';
+  const layoutName = layout === 'AB' ? '' : `${layout}_`;
+  const variantName = variant ? `${variant}_` : '';
+  return {
+    name: `matmul_${dtypeName}_${variantName}${layoutName}${M}x${N}x${K}`,
+    unit: decode ? 'GB/s' : 'GFLOP/s',
+    work: decode ? M * K * 4 + N * K * (w === 'f16' ? 2 : 4) + M * N * 4 : 2 * M * N * K,
+    needsF16: w === 'f16',
+    setup(gpu) {
+      const a = randomTensor(gpu, transA ? [K, M] : [M, K], 'f32', 1, 'bench.a');
+      const b = randomTensor(gpu, transB ? [N, K] : [K, N], w, 2, 'bench.b');
+      const out = gpu.tensor([M, N], 'f32', 'bench.out');
+      const opts = { transA, transB, out, label: 'bench.matmul' };
+      return { run: () => (variant ? matmulWith(gpu, variant, a, b, opts) : matmul(gpu, a, b, opts)), tensors: [a, b, out] };
+    },
+  };
+}
+
+function bytesCase(name: string, bytes: number, setup: Case['setup'], needsF16 = false): Case {
+  return { name, unit: 'GB/s', work: bytes, setup, needsF16 };
+}
+
+function softmaxCases(rows: number, n: number): Case[] {
+  const bytes = rows * n * 4;
+  return [
+    bytesCase(`softmax_f32_${rows}x${n}`, 2 * bytes, (gpu) => {
+      const x = randomTensor(gpu, [rows, n], 'f32', 3, 'bench.x');
+      const y = gpu.tensor([rows, n], 'f32', 'bench.y');
+      return { run: () => softmax(gpu, x, y), tensors: [x, y] };
+    }),
+    bytesCase(`softmax_backward_f32_${rows}x${n}`, 3 * bytes, (gpu) => {
+      const y = randomTensor(gpu, [rows, n], 'f32', 4, 'bench.y');
+      const dy = randomTensor(gpu, [rows, n], 'f32', 5, 'bench.dy');
+      const dx = gpu.tensor([rows, n], 'f32', 'bench.dx');
+      return { run: () => softmaxBackward(gpu, y, dy, dx), tensors: [y, dy, dx] };
+    }),
+  ];
+}
+
+function otherCases(n: number, rows: number, cols: number, side: number): Case[] {
+  return [
+    bytesCase(`add_f32_${n}`, 3 * n * 4, (gpu) => {
+      const a = randomTensor(gpu, [n], 'f32', 6, 'bench.a');
+      const b = randomTensor(gpu, [n], 'f32', 7, 'bench.b');
+      const out = gpu.tensor([n], 'f32', 'bench.out');
+      return { run: () => add(gpu, a, b, out), tensors: [a, b, out] };
+    }),
+    bytesCase(`reduce_sumsq_f32_${rows}x${cols}`, rows * cols * 4 + rows * 4, (gpu) => {
+      const x = randomTensor(gpu, [rows, cols], 'f32', 8, 'bench.x');
+      const out = gpu.tensor([rows], 'f32', 'bench.out');
+      return { run: () => rowSumSq(gpu, x, out), tensors: [x, out] };
+    }),
+    bytesCase(`transpose_f32_${side}x${side}`, 2 * side * side * 4, (gpu) => {
+      const x = randomTensor(gpu, [side, side], 'f32', 9, 'bench.x');
+      const out = gpu.tensor([side, side], 'f32', 'bench.out');
+      return { run: () => transpose(gpu, x, out), tensors: [x, out] };
+    }),
+    bytesCase(`cast_bf16_f32_${n}`, n * 6, (gpu) => {
+      const bits = gpu.upload(new Uint32Array(randomValues(Math.ceil(n / 2), 10).buffer), [Math.ceil(n / 2)], 'u32', 'bench.bits');
+      const out = gpu.tensor([n], 'f32', 'bench.out');
+      return { run: () => castBf16(gpu, bits, n, 'f32', out), tensors: [bits, out] };
+    }),
+    bytesCase(`cast_f32_f16_${n}`, n * 6, (gpu) => {
+      const x = randomTensor(gpu, [n], 'f32', 11, 'bench.x');
+      const out = gpu.tensor([n], 'f16', 'bench.out');
+      return { run: () => cast(gpu, x, 'f16', out), tensors: [x, out] };
+    }),
+  ];
+}
+
+/** Qwen3-0.6B's linear layers as [N = out, K = in]: q, k/v, o, gate/up, down. */
+const LINEARS: [number, number][] = [
+  [2048, 1024],
+  [1024, 1024],
+  [1024, 2048],
+  [3072, 1024],
+  [1024, 3072],
+];
+const VOCAB = 151_936;
+
+export function kernelCases(quick: boolean): Case[] {
+  if (quick) {
+    return [
+      matmulCase('AB', 64, 64, 64),
+      matmulCase('xWt', 32, 96, 64),
+      matmulCase('xWt', 2, 96, 64),
+      matmulCase('xWt', 2, 96, 64, 'f16'),
+      matmulCase('AtB', 48, 40, 32),
+      ...softmaxCases(8, 300),
+      ...otherCases(4096, 16, 256, 64),
+    ];
+  }
+  const cases: Case[] = [matmulCase('AB', 4096, 4096, 4096)];
+  // each variant where matmulVariant's thresholds switch (no PyTorch counterpart: for tuning them)
+  cases.push(matmulCase('AB', 4096, 4096, 4096, 'f32', 'tile64'), matmulCase('xWt', 16, 3072, 1024, 'f32', 'tile64'));
+  for (const v of ['tile64', 'tile128'] as const) {
+    cases.push(matmulCase('xWt', 512, 3072, 1024, 'f32', v), matmulCase('xWt', 1024, 1024, 1024, 'f32', v));
+    cases.push(matmulCase('xWt', 2048, 1024, 1024, 'f32', v));
+  }
+  for (const w of ['f32', 'f16'] as const) {
+    for (const M of [512, 2048, 8192]) for (const [N, K] of LINEARS) cases.push(matmulCase('xWt', M, N, K, w));
+    cases.push(matmulCase('xWt', 2048, VOCAB, 1024, w));
+    for (const M of [1, 16]) {
+      for (const [N, K] of LINEARS) cases.push(matmulCase('xWt', M, N, K, w));
+      cases.push(matmulCase('xWt', M, VOCAB, 1024, w));
+    }
+  }
+  // backward: dx = dy·W (W [out, in] read as [K, N]) and dW = dyᵀ·x, with 2048 tokens
+  cases.push(matmulCase('AB', 2048, 1024, 3072), matmulCase('AtB', 3072, 1024, 2048), matmulCase('AtB', 1024, 3072, 2048));
+  // LoRA rank 16 over 8192 tokens: x·Aᵀ, h·Bᵀ, and the gradients dA = dhᵀ·x, dB = dyᵀ·h (split-K)
+  cases.push(matmulCase('xWt', 8192, 16, 1024), matmulCase('xWt', 8192, 1024, 16));
+  cases.push(matmulCase('AtB', 16, 1024, 8192), matmulCase('AtB', 1024, 16, 8192));
+  cases.push(...softmaxCases(4096, 1024), ...softmaxCases(256, VOCAB));
+  cases.push(...otherCases(1 << 24, 8192, 1024, 4096));
+  return cases;
+}
+
+/** Seconds per dispatch: median over REPEATS of DISPATCHES back-to-back dispatches. */
+async function timeDispatch(gpu: Gpu, run: () => void): Promise<number> {
+  for (let i = 0; i < DISPATCHES; i++) run(); // warm-up: compiles the pipeline, wakes the GPU
+  await gpu.sync();
+  const times: number[] = [];
+  for (let r = 0; r < REPEATS; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < DISPATCHES; i++) run();
+    await gpu.sync();
+    times.push((performance.now() - t0) / 1000 / DISPATCHES);
+  }
+  times.sort((x, y) => x - y);
+  return times[Math.floor(times.length / 2)]!;
+}
+
+export async function benchKernels(gpu: Gpu, opts: { quick: boolean; filter?: string }): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  for (const c of kernelCases(opts.quick)) {
+    if (opts.filter && !c.name.includes(opts.filter)) continue;
+    if (c.needsF16 && !gpu.f16) continue;
+    const { run, tensors } = c.setup(gpu);
+    try {
+      const seconds = await timeDispatch(gpu, run);
+      rows.push(benchRow(gpu, c.name, c.work / seconds / 1e9, c.unit));
+    } finally {
+      for (const t of tensors) t.release();
+      gpu.pool.trim();
+    }
+  }
+  return rows;
+}

@@ -1,0 +1,29 @@
+// The row every benchmark produces (bench/results.json holds them, joined with PyTorch baselines by
+// bench/compare.ts), and the helpers that fill in where and when it was measured.
+import type { Gpu } from '../src/gpu/gpu.ts';
+
+export interface BenchRow {
+  name: string;
+  value: number;
+  unit: string;
+  /** The same benchmark's value in PyTorch on the same machine. */
+  baseline?: number;
+  /** value / baseline. */
+  ratio?: number;
+  /** ISO time of the measurement. */
+  date: string;
+  machine: string;
+  /** node (Dawn), deno (wgpu) or browser. */
+  runtime?: string;
+}
+
+/** The adapter in words, e.g. "nvidia hopper NVIDIA H200" or "google swiftshader (SwiftShader)". */
+export function machineName(gpu: Gpu): string {
+  const r = gpu.report;
+  const words = [r.vendor, r.architecture, r.device || r.description].filter(Boolean).join(' ');
+  return (words || 'unknown adapter') + (r.cpuDriver ? ` (${r.cpuDriver})` : '');
+}
+
+export function benchRow(gpu: Gpu, name: string, value: number, unit: string): BenchRow {
+  return { name, value, unit, date: new Date().toISOString(), machine: machineName(gpu), runtime: gpu.report.runtime };
+}

@@ -1,0 +1,177 @@
+// Token sampling on the GPU: one workgroup per row of logits [rows, V].
+// Each row has its own temperature (0 = greedy), top-p and seeded random stream, so a row's draw
+// depends only on (seed, stream, step) and its logits, never on the rest of the batch.
+// Top-p without sorting: bisection on a logit threshold t, keeping tokens with z >= t, where
+// mass(t) = sum over kept of exp(z - max) first reaches top_p of the total.
+// The log-probability returned is log softmax(logits / T) of the chosen token over the full
+// vocabulary (what GRPO recomputes as logp_old); greedy rows use T = 1.
+
+struct Params { vocab: u32, rows: u32, _p0: u32, _p1: u32 }
+// Per row: temperature (f32 bits), top_p (f32 bits), seed, step. stream = seed's companion (row's own id).
+struct RowParams { temperature: f32, top_p: f32, seed: u32, stream: u32, step: u32, _p0: u32, _p1: u32, _p2: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> logits: array<f32>;
+@group(0) @binding(2) var<storage, read> row_params: array<RowParams>;
+@group(0) @binding(3) var<storage, read_write> tokens: array<u32>;
+@group(0) @binding(4) var<storage, read_write> logprobs: array<f32>;
+
+const WG = 256u;
+const BISECT_STEPS = 32u;
+
+var<workgroup> red_f: array<f32, WG>;
+var<workgroup> red_u: array<u32, WG>;
+var<workgroup> chosen: u32;
+
+fn pcg(v: u32) -> u32 {
+  let s = v * 747796405u + 2891336453u;
+  let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+  return (w >> 22u) ^ w;
+}
+
+// Uniform in [0, 1) with 24 random bits.
+fn uniform01(seed: u32, stream: u32, step: u32) -> f32 {
+  let h = pcg(seed ^ pcg(stream ^ pcg(step)));
+  return f32(h >> 8u) / 16777216.0;
+}
+
+fn reduce_max(lid: u32, v: f32) -> f32 {
+  red_f[lid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s) { red_f[lid] = max(red_f[lid], red_f[lid + s]); }
+    workgroupBarrier();
+  }
+  // Uniform load: the result steers branches that contain barriers.
+  let r = workgroupUniformLoad(&red_f[0]);
+  workgroupBarrier();
+  return r;
+}
+
+fn reduce_sum(lid: u32, v: f32) -> f32 {
+  red_f[lid] = v;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s) { red_f[lid] = red_f[lid] + red_f[lid + s]; }
+    workgroupBarrier();
+  }
+  let r = workgroupUniformLoad(&red_f[0]);
+  workgroupBarrier();
+  return r;
+}
+
+// Sum of exp(z - m) over tokens with z >= t (z = logit * inv_t), strided over the row.
+fn mass_above(lid: u32, base: u32, inv_t: f32, m: f32, t: f32) -> f32 {
+  var acc = 0.0;
+  for (var i = lid; i < p.vocab; i = i + WG) {
+    let z = logits[base + i] * inv_t;
+    if (z >= t) { acc = acc + exp(z - m); }
+  }
+  return reduce_sum(lid, acc);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: vec3u) {
+  let row = wid.x + wid.y * 65535u;
+  if (row >= p.rows) { return; }
+  let lid = lidv.x;
+  let rp = row_params[row];
+  let base = row * p.vocab;
+  let greedy = rp.temperature <= 0.0;
+  let inv_t = select(1.0 / rp.temperature, 1.0, greedy);
+
+  // Max of z, and for greedy the lowest index attaining it.
+  var best = -3.4e38;
+  var best_i = 0xffffffffu;
+  for (var i = lid; i < p.vocab; i = i + WG) {
+    let z = logits[base + i] * inv_t;
+    if (z > best) { best = z; best_i = i; }
+  }
+  let m = reduce_max(lid, best);
+  let total = mass_above(lid, base, inv_t, m, -3.4e38);
+
+  if (greedy) {
+    red_u[lid] = select(0xffffffffu, best_i, best == m);
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+      if (lid < s) { red_u[lid] = min(red_u[lid], red_u[lid + s]); }
+      workgroupBarrier();
+    }
+    if (lid == 0u) {
+      let tok = red_u[0];
+      tokens[row] = tok;
+      logprobs[row] = logits[base + tok] - m - log(total);
+    }
+    return;
+  }
+
+  // Top-p threshold: largest t (to bisection precision) with mass_above(t) >= top_p * total.
+  var lo = -3.4e38;
+  if (rp.top_p < 1.0) {
+    let need = rp.top_p * total;
+    // Lowest z in the row bounds the search from below: mass there is the total.
+    var low_z = 3.4e38;
+    for (var i = lid; i < p.vocab; i = i + WG) { low_z = min(low_z, logits[base + i] * inv_t); }
+    lo = -reduce_max(lid, -low_z);
+    var hi = m;
+    if (mass_above(lid, base, inv_t, m, hi) >= need) {
+      lo = hi;
+    } else {
+      for (var it = 0u; it < BISECT_STEPS; it = it + 1u) {
+        let mid = 0.5 * (lo + hi);
+        if (mass_above(lid, base, inv_t, m, mid) >= need) { lo = mid; } else { hi = mid; }
+      }
+    }
+  }
+  let kept = mass_above(lid, base, inv_t, m, lo);
+  let goal = uniform01(rp.seed, rp.stream, rp.step) * kept;
+
+  // Inverse CDF in index order: contiguous chunk per thread, exclusive prefix over threads,
+  // then the thread whose chunk holds the goal walks it.
+  let chunk = (p.vocab + WG - 1u) / WG;
+  let start = min(lid * chunk, p.vocab);
+  let end = min(start + chunk, p.vocab);
+  var own = 0.0;
+  for (var i = start; i < end; i = i + 1u) {
+    let z = logits[base + i] * inv_t;
+    if (z >= lo) { own = own + exp(z - m); }
+  }
+  red_f[lid] = own;
+  if (lid == 0u) { chosen = 0xffffffffu; }
+  workgroupBarrier();
+  // Hillis-Steele inclusive scan over the 256 chunk sums.
+  for (var s = 1u; s < WG; s = s << 1u) {
+    var add = 0.0;
+    if (lid >= s) { add = red_f[lid - s]; }
+    workgroupBarrier();
+    red_f[lid] = red_f[lid] + add;
+    workgroupBarrier();
+  }
+  let before = red_f[lid] - own;
+  if (goal >= before && goal < red_f[lid] && own > 0.0) {
+    var acc = before;
+    var pick = 0xffffffffu;
+    var last_kept = start;
+    for (var i = start; i < end; i = i + 1u) {
+      let z = logits[base + i] * inv_t;
+      if (z >= lo) {
+        acc = acc + exp(z - m);
+        last_kept = i;
+        if (acc > goal && pick == 0xffffffffu) { pick = i; }
+      }
+    }
+    // Rounding can leave the goal just past the chunk's last kept token.
+    chosen = select(pick, last_kept, pick == 0xffffffffu);
+  }
+  workgroupBarrier();
+  if (lid == 0u) {
+    var tok = chosen;
+    if (tok == 0xffffffffu) {
+      // goal fell past the final sum by rounding: take the last kept token.
+      tok = 0u;
+      for (var i = 0u; i < p.vocab; i = i + 1u) { if (logits[base + i] * inv_t >= lo) { tok = i; } }
+    }
+    tokens[row] = tok;
+    logprobs[row] = logits[base + tok] * inv_t - m - log(total);
+  }
+}

@@ -1,0 +1,36 @@
+// Benchmark suites `troupe bench <suite>` can run. To add one: one entry in BENCH_SUITES.
+import { benchAttention } from '../../bench/attention.ts';
+import { benchKernels } from '../../bench/kernels.ts';
+import { benchInference } from '../../bench/inference.ts';
+import { benchLoad } from '../../bench/load.ts';
+import type { BenchRow } from '../../bench/results.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+
+export interface BenchSuiteOptions {
+  /** Tiny shapes that finish in seconds on a CPU driver (npm start, tests). */
+  quick: boolean;
+  /** Only benchmarks whose name contains this text. */
+  filter?: string;
+  /** Values of the suite's own options (declared in `options`). */
+  extra: Record<string, string | boolean | undefined>;
+}
+
+export interface BenchSuite {
+  name: string;
+  summary: string;
+  /** Options beyond --quick/--filter/--json/--out, in node:util parseArgs form; shown in the usage. */
+  options?: Record<string, { type: 'string' | 'boolean'; help: string }>;
+  run(gpu: Gpu, opts: BenchSuiteOptions): Promise<BenchRow[]>;
+}
+
+export const BENCH_SUITES: BenchSuite[] = [
+  { name: 'attention', summary: 'prefill, backward, paged decode/prefill, kv write in GFLOP/s or GB/s (bench/attention.ts)', run: (gpu, o) => benchAttention(gpu, { quick: o.quick, filter: o.filter }) },
+  { name: 'kernels', summary: 'matmul, softmax, elementwise … in GFLOP/s or GB/s (bench/kernels.ts)', run: (gpu, o) => benchKernels(gpu, { quick: o.quick, filter: o.filter }) },
+  { name: 'load', summary: 'random Qwen3 weights and bf16 checkpoint loading onto the GPU in GB/s (bench/load.ts)', run: (gpu, o) => benchLoad(gpu, { quick: o.quick, filter: o.filter }) },
+  {
+    name: 'model',
+    summary: 'Qwen3 prefill and decode tokens/s with random weights (bench/inference.ts)',
+    options: { preset: { type: 'string', help: 'model shape: Qwen3-0.6B (default), Qwen3-1.7B, Qwen3-4B' } },
+    run: (gpu, o) => benchInference(gpu, { quick: o.quick, filter: o.filter, preset: typeof o.extra.preset === 'string' ? o.extra.preset : undefined }),
+  },
+];

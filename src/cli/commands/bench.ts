@@ -1,0 +1,91 @@
+// `troupe bench <suite>`: runs a benchmark suite (src/cli/bench-suites.ts) and prints its rows as a
+// table or as JSON lines; --out appends the JSON lines to a file as well.
+import { appendFileSync } from 'node:fs';
+import type { BenchRow } from '../../../bench/results.ts';
+import { Gpu } from '../../gpu/gpu.ts';
+import { parse } from '../args.ts';
+import { BENCH_SUITES, type BenchSuite } from '../bench-suites.ts';
+import { type Command, UsageError } from '../command.ts';
+
+function usage(): string {
+  const width = Math.max(8, ...BENCH_SUITES.map((s) => s.name.length));
+  const suites = BENCH_SUITES.map((s) => {
+    const extra = Object.entries(s.options ?? {}).map(([k, o]) => `\n  ${''.padEnd(width)}    --${k}${o.type === 'string' ? ' VALUE' : ''}  ${o.help}`);
+    return `  ${s.name.padEnd(width)}  ${s.summary}${extra.join('')}`;
+  });
+  return [
+    'usage: troupe bench <suite> [--quick] [--filter TEXT] [--json] [--out FILE] [suite options]',
+    '',
+    'suites:',
+    ...(suites.length ? suites : ['  (none yet)']),
+    '',
+    '  --quick         tiny shapes (seconds on a CPU driver)',
+    '  --filter TEXT   only benchmarks whose name contains TEXT',
+    '  --json          one JSON row per line instead of a table',
+    '  --out FILE      also append the JSON rows to FILE',
+  ].join('\n');
+}
+
+function fmt(v: number | undefined): string {
+  if (v === undefined) return '';
+  return Math.abs(v) >= 1000 ? v.toFixed(0) : v.toPrecision(4);
+}
+
+export function formatTable(rows: readonly BenchRow[]): string {
+  const cells = rows.map((r) => [r.name, fmt(r.value), r.unit, fmt(r.baseline), r.ratio === undefined ? '' : r.ratio.toFixed(3)]);
+  const head = ['name', 'value', 'unit', 'baseline', 'ratio'];
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (c: string[]) => c.map((x, i) => (i === 1 || i >= 3 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(head), ...cells.map(line)].join('\n');
+}
+
+/** Runs one suite on a fresh Gpu and prints its rows. */
+export async function runBench(suite: BenchSuite, opts: { quick: boolean; filter?: string; json: boolean; out?: string; extra: Record<string, string | boolean | undefined> }): Promise<BenchRow[]> {
+  const gpu = await Gpu.create();
+  try {
+    const rows = await suite.run(gpu, { quick: opts.quick, filter: opts.filter, extra: opts.extra });
+    const lines = rows.map((r) => JSON.stringify(r));
+    if (rows.length) console.log(opts.json ? lines.join('\n') : formatTable(rows));
+    if (opts.out && lines.length) appendFileSync(opts.out, lines.join('\n') + '\n');
+    return rows;
+  } finally {
+    gpu.destroy();
+  }
+}
+
+export const command: Command = {
+  name: 'bench',
+  summary: 'run a benchmark suite and print its rows (table or JSON lines)',
+  get usage() {
+    return usage();
+  },
+  async run(argv) {
+    const [name, ...rest] = argv;
+    const suite = BENCH_SUITES.find((s) => s.name === name);
+    if (!suite) throw new UsageError(name === undefined ? 'troupe bench: which suite?' : `troupe bench: unknown suite "${name}"`);
+    const suiteOptions = Object.fromEntries(Object.entries(suite.options ?? {}).map(([k, o]) => [k, { type: o.type }]));
+    const { values } = parse(`bench ${suite.name}`, {
+      args: rest,
+      options: {
+        quick: { type: 'boolean' },
+        filter: { type: 'string' },
+        json: { type: 'boolean' },
+        out: { type: 'string' },
+        ...suiteOptions,
+      },
+    });
+    const { quick, filter, json, out, ...extra } = values as Record<string, string | boolean | undefined>;
+    const rows = await runBench(suite, {
+      quick: quick === true,
+      filter: typeof filter === 'string' ? filter : undefined,
+      json: json === true,
+      out: typeof out === 'string' ? out : undefined,
+      extra,
+    });
+    if (!rows.length) {
+      console.error(`troupe bench ${suite.name}: no benchmark matched${filter ? ` --filter ${filter}` : ''}`);
+      return 1;
+    }
+    return 0;
+  },
+};

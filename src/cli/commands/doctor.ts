@@ -1,0 +1,182 @@
+// `troupe doctor`: which WebGPU runtime and adapter troupe gets, its features and key limits, and a
+// small random kernel checked against a CPU reference. Exit code 1 when no adapter or the check fails.
+import { Gpu, type AdapterReport } from '../../gpu/gpu.ts';
+import { roundF16 } from '../../gpu/dtype.ts';
+import { matmul } from '../../kernels/matmul.ts';
+import { detectRuntime } from '../../gpu/runtime.ts';
+import { parse } from '../args.ts';
+import type { Command } from '../command.ts';
+
+/** Limits printed by doctor: the ones kernels and model sizes run into. */
+const KEY_LIMITS = [
+  'maxBufferSize',
+  'maxStorageBufferBindingSize',
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeInvocationsPerWorkgroup',
+  'maxComputeWorkgroupsPerDimension',
+  'maxStorageBuffersPerShaderStage',
+] as const;
+
+export interface KernelCheck {
+  kernel: string;
+  dtype: 'f32' | 'f16';
+  shape: string;
+  maxRelError: number;
+  tolerance: number;
+  ok: boolean;
+}
+
+export interface DoctorResult {
+  runtime: string;
+  runtimeVersion: string;
+  adapter: AdapterReport | null;
+  error?: string;
+  checks: KernelCheck[];
+  ok: boolean;
+}
+
+function runtimeVersion(): string {
+  const deno = (globalThis as { Deno?: { version: { deno: string } } }).Deno;
+  if (deno) return `deno ${deno.version.deno} (wgpu)`;
+  return `node ${process.versions.node} (Dawn, npm webgpu)`;
+}
+
+/** Seeded uniform values in [-1, 1], none near zero (mulberry32). */
+function randomValues(n: number, seed: number): Float32Array {
+  let s = seed >>> 0;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(s ^ (s >>> 15), s | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    const u = ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    out[i] = (u < 0.5 ? -1 : 1) * (0.05 + 0.95 * Math.abs(2 * u - 1));
+  }
+  return out;
+}
+
+function maxRelError(got: Float32Array, want: Float32Array): number {
+  let diff = 0;
+  let scale = 1e-6;
+  for (let i = 0; i < want.length; i++) {
+    const d = Math.abs(got[i]! - want[i]!);
+    diff = Number.isNaN(d) ? Infinity : Math.max(diff, d);
+    scale = Math.max(scale, Math.abs(want[i]!));
+  }
+  return diff / scale;
+}
+
+/** CPU reference of a·bᵀ for a [M, K], b [N, K], accumulated in doubles. */
+function matmulTransBRef(a: Float32Array, b: Float32Array, M: number, N: number, K: number): Float32Array {
+  const out = new Float32Array(M * N);
+  for (let i = 0; i < M; i++) {
+    for (let j = 0; j < N; j++) {
+      let acc = 0;
+      for (let k = 0; k < K; k++) acc += a[i * K + k]! * b[j * K + k]!;
+      out[i * N + j] = acc;
+    }
+  }
+  return out;
+}
+
+/** x·Wᵀ (the model's linear layer) on random odd-sized inputs against the CPU: f32, and f16 storage when present. */
+async function checkKernels(gpu: Gpu): Promise<KernelCheck[]> {
+  const [M, N, K] = [37, 29, 53];
+  const checks: KernelCheck[] = [];
+  for (const dtype of gpu.f16 ? (['f32', 'f16'] as const) : (['f32'] as const)) {
+    const round = dtype === 'f16' ? roundF16 : (x: Float32Array) => x;
+    const a = round(randomValues(M * K, 11));
+    const b = round(randomValues(N * K, 12));
+    const ta = gpu.upload(a, [M, K], dtype, 'doctor.x');
+    const tb = gpu.upload(b, [N, K], dtype, 'doctor.w');
+    const out = matmul(gpu, ta, tb, { transB: true, label: 'doctor.matmul' });
+    const got = await gpu.readF32(out);
+    const err = maxRelError(got, matmulTransBRef(a, b, M, N, K));
+    const tolerance = dtype === 'f16' ? 1e-4 : 1e-5;
+    checks.push({ kernel: 'matmul x·Wᵀ', dtype, shape: `${M}x${K} · (${N}x${K})ᵀ`, maxRelError: err, tolerance, ok: err <= tolerance });
+    for (const t of [ta, tb, out]) t.release();
+  }
+  return checks;
+}
+
+export async function runDoctor(disable: string[] = []): Promise<DoctorResult> {
+  const result: DoctorResult = { runtime: detectRuntime(), runtimeVersion: runtimeVersion(), adapter: null, checks: [], ok: false };
+  let gpu: Gpu;
+  try {
+    gpu = await Gpu.create({ disable });
+  } catch (e) {
+    result.error = `${(e as Error).name}: ${(e as Error).message}`;
+    return result;
+  }
+  result.adapter = gpu.report;
+  try {
+    result.checks = await checkKernels(gpu);
+    result.ok = result.checks.every((c) => c.ok);
+  } catch (e) {
+    result.error = `${(e as Error).name}: ${(e as Error).message}`;
+  } finally {
+    gpu.destroy();
+  }
+  return result;
+}
+
+function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  let v = n;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${Number.isInteger(v) ? v : v.toFixed(1)} ${units[i]}`;
+}
+
+export function formatDoctor(r: DoctorResult): string {
+  const lines = [`runtime      ${r.runtimeVersion}`];
+  const a = r.adapter;
+  if (a) {
+    lines.push(
+      `adapter      ${[a.vendor, a.architecture, a.device].filter(Boolean).join(' / ') || '(no adapter info)'}`,
+      `description  ${a.description || '-'}`,
+      `driver       ${a.cpuDriver ? `CPU (${a.cpuDriver}): correct but slow, for tests` : 'GPU'}`,
+      `features     ${a.features.join(', ') || '-'}`,
+      'limits',
+      ...KEY_LIMITS.map((k) => {
+        const v = a.limits[k];
+        const text = v === undefined ? '-' : /Size$/.test(k) ? `${formatBytes(v)} (${v})` : String(v);
+        return `  ${k.padEnd(34)} ${text}`;
+      }),
+    );
+  }
+  for (const c of r.checks) {
+    lines.push(
+      `check        ${c.kernel} ${c.dtype} ${c.shape}: max rel error ${c.maxRelError.toExponential(2)} ` +
+        `(tolerance ${c.tolerance.toExponential(0)}) ${c.ok ? 'ok' : 'FAILED'}`,
+    );
+  }
+  if (r.error) lines.push(`error        ${r.error}`);
+  lines.push(r.ok ? 'doctor: OK' : a ? 'doctor: FAILED (a kernel check failed)' : 'doctor: FAILED (no usable WebGPU adapter)');
+  return lines.join('\n');
+}
+
+export const command: Command = {
+  name: 'doctor',
+  summary: 'show the WebGPU runtime, adapter, features and limits; check a kernel against the CPU',
+  usage: [
+    'usage: troupe doctor [--json] [--disable FEATURE]...',
+    '',
+    '  --json              print one JSON object instead of text',
+    '  --disable FEATURE   do not enable an optional feature (e.g. shader-f16), to check the fallbacks',
+    '',
+    'Exit code 1 when no usable adapter exists or the kernel check fails.',
+  ].join('\n'),
+  async run(argv) {
+    const { values } = parse('doctor', {
+      args: argv,
+      options: { json: { type: 'boolean' }, disable: { type: 'string', multiple: true } },
+    });
+    const r = await runDoctor(values.disable ?? []);
+    console.log(values.json ? JSON.stringify(r) : formatDoctor(r));
+    return r.ok ? 0 : 1;
+  },
+};

@@ -1,0 +1,19 @@
+// Every CLI command, in the order `troupe help` lists them. To add one: a file in this folder + one line here.
+import type { Command } from '../command.ts';
+import { command as bench } from './bench.ts';
+import { command as doctor } from './doctor.ts';
+import { command as generate } from './generate.ts';
+import { command as grade } from './grade.ts';
+import { command as logits } from './logits.ts';
+import { command as start } from './start.ts';
+import { command as tokenize } from './tokenize.ts';
+
+export const COMMANDS: Command[] = [
+  start,
+  doctor,
+  bench,
+  tokenize,
+  logits,
+  generate,
+  grade,
+];

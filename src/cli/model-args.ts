@@ -1,0 +1,55 @@
+// The model options shared by CLI commands: --model DIR (a Hugging Face Qwen3 checkpoint directory) or
+// --random-weights PRESET (real shapes, random values, for benchmarks), and --dtype for the weights.
+import type { Gpu } from '../gpu/gpu.ts';
+import { QWEN3_PRESETS, qwen3Preset } from '../model/presets.ts';
+import { Qwen3Model } from '../model/qwen3.ts';
+import { DirectorySource } from '../model/source.ts';
+import { Qwen3Tokenizer } from '../model/tokenizer.ts';
+import { loadQwen3, randomQwen3Weights, type WeightDType } from '../model/weights.ts';
+import { UsageError } from './command.ts';
+
+export const MODEL_OPTIONS = {
+  model: { type: 'string' },
+  'random-weights': { type: 'string' },
+  dtype: { type: 'string' },
+} as const;
+
+export const MODEL_USAGE = [
+  '  --model DIR               a Qwen3ForCausalLM checkpoint (config.json + safetensors)',
+  `  --random-weights PRESET   random weights of a released shape (${Object.keys(QWEN3_PRESETS).join(', ')}; any case)`,
+  '  --dtype f16|f32           weight storage (default f16 when the GPU has shader-f16, else f32)',
+];
+
+export interface ModelArgs {
+  model?: string;
+  'random-weights'?: string;
+  dtype?: string;
+}
+
+/** Loads the model (and the tokenizer of its directory, else the bundled Qwen3 one) the options name. */
+export async function openModel(gpu: Gpu, command: string, v: ModelArgs): Promise<{ model: Qwen3Model; tokenizer: Qwen3Tokenizer }> {
+  if ((v.model === undefined) === (v['random-weights'] === undefined)) throw new UsageError(`troupe ${command}: give exactly one of --model or --random-weights`);
+  if (v.dtype !== undefined && v.dtype !== 'f16' && v.dtype !== 'f32') throw new UsageError(`troupe ${command}: --dtype must be f16 or f32, got "${v.dtype}"`);
+  const dtype = v.dtype as WeightDType | undefined;
+  if (v.model !== undefined) {
+    const source = new DirectorySource(v.model);
+    const { config, weights } = await loadQwen3(gpu, source, { dtype });
+    return { model: new Qwen3Model(gpu, config, weights), tokenizer: await Qwen3Tokenizer.load(source) };
+  }
+  const want = v['random-weights']!.toLowerCase();
+  const name = Object.keys(QWEN3_PRESETS).find((k) => k.toLowerCase() === want);
+  if (!name) throw new UsageError(`troupe ${command}: unknown preset "${v['random-weights']}" (known: ${Object.keys(QWEN3_PRESETS).join(', ')})`);
+  const config = qwen3Preset(name);
+  const weights = randomQwen3Weights(gpu, config, 1234, { dtype });
+  return { model: new Qwen3Model(gpu, config, weights), tokenizer: await Qwen3Tokenizer.load() };
+}
+
+/** "1,2,3" -> ids, each a non-negative integer. */
+export function parseIds(command: string, text: string): number[] {
+  const parts = text.split(',').map((s) => s.trim());
+  const ids = parts.map(Number);
+  if (!parts.length || parts.some((s, i) => s === '' || !Number.isInteger(ids[i]) || ids[i]! < 0)) {
+    throw new UsageError(`troupe ${command}: --ids must be a comma-separated list of token ids, got "${text}"`);
+  }
+  return ids;
+}

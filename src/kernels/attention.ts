@@ -1,0 +1,258 @@
+// Causal attention: training/prefill forward over packed sequences (shaders/attention_prefill.wgsl), its
+// backward (shaders/attention_backward.wgsl) and inference over the paged KV cache (shaders/attention_paged.wgsl).
+import { GpuLimitError } from '../gpu/errors.ts';
+import type { Gpu } from '../gpu/gpu.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { Uniforms } from '../gpu/uniforms.ts';
+import type { KvCache, PagedBatch } from '../model/kv-cache.ts';
+import { expectDtype, expectSize, ShapeError } from './check.ts';
+import { ceilDiv, grid1d, MAX_WORKGROUPS } from './grid.ts';
+
+export interface AttentionDims {
+  nHeads: number;
+  nKv: number;
+  headDim: number;
+  /** Score scale; 1/sqrt(headDim) when absent. */
+  scale?: number;
+}
+
+/** Query rows (token, head of a GQA group) per workgroup in the forward kernels. */
+const BQ = 16;
+const LOG2E = Math.LOG2E;
+/** Largest head dim: 4 slots of 32 lanes. */
+export const MAX_HEAD_DIM = 128;
+
+function checkDims(kernel: string, d: AttentionDims): { group: number; scale: number } {
+  const { nHeads, nKv, headDim } = d;
+  if (![nHeads, nKv, headDim].every((x) => Number.isInteger(x) && x > 0)) {
+    throw new ShapeError(`${kernel}: bad dims nHeads ${nHeads}, nKv ${nKv}, headDim ${headDim}`);
+  }
+  if (nHeads % nKv) throw new ShapeError(`${kernel}: nHeads ${nHeads} is not a multiple of nKv ${nKv}`);
+  if (headDim > MAX_HEAD_DIM) throw new ShapeError(`${kernel}: headDim ${headDim} over the supported ${MAX_HEAD_DIM}`);
+  return { group: nHeads / nKv, scale: d.scale ?? 1 / Math.sqrt(headDim) };
+}
+
+/** Workgroup memory (bytes) of each entry point for a head dim, as declared in its shader. */
+export function workgroupBytes(kernel: 'prefill' | 'paged' | 'decode' | 'dkdv' | 'dq', headDim: number): number {
+  const ns = Math.ceil(headDim / 4);
+  const vec4 = 16;
+  switch (kernel) {
+    case 'prefill':
+    case 'paged': // q tile, k/v tile (padded rows), scores, probs, row metadata
+      return vec4 * (16 * ns + 32 * (ns + 1) + 2 * 4 * 32) + 4 * (3 * 16 + 2 + (kernel === 'paged' ? 32 : 0));
+    case 'decode':
+      return vec4 * (4 * Math.max(1, Math.floor(headDim / 4)) + 2 * 128 + 8 + 4 * 4 * 32) + 4 * (128 + 8 + 2);
+    case 'dkdv':
+      return vec4 * (2 * 8 * (ns + 1) + 2 * 16 * (ns + 1) + 2 * 2 * 16) + 4 * (4 * 16 + 2);
+    case 'dq':
+      return vec4 * (2 * 16 * ns + 16 * (ns + 1) + 4 * 16) + 4 * (5 * 16 + 2);
+  }
+}
+
+function checkWorkgroupMemory(gpu: Gpu, label: string, kernel: Parameters<typeof workgroupBytes>[0], headDim: number): void {
+  const need = workgroupBytes(kernel, headDim);
+  const have = gpu.limits.maxComputeWorkgroupStorageSize;
+  if (need > have) {
+    throw new GpuLimitError(`${label}: head dim ${headDim} needs ${need} bytes of workgroup memory, the device allows ${have}`);
+  }
+}
+
+function checkQkv(kernel: string, q: Tensor, k: Tensor, v: Tensor, d: AttentionDims): number {
+  const T = q.shape[0] ?? 0;
+  expectSize(kernel, q, T * d.nHeads * d.headDim);
+  expectSize(kernel, k, T * d.nKv * d.headDim);
+  expectSize(kernel, v, T * d.nKv * d.headDim);
+  for (const t of [q, k, v]) expectDtype(kernel, t, 'f32');
+  return T;
+}
+
+function checkSeqStarts(kernel: string, seqStarts: Tensor, numSeqs: number): void {
+  if (!Number.isInteger(numSeqs) || numSeqs < 1) throw new ShapeError(`${kernel}: numSeqs ${numSeqs} must be >= 1`);
+  expectDtype(kernel, seqStarts, 'u32');
+  if (seqStarts.size < numSeqs + 1) throw new ShapeError(`${kernel}: ${seqStarts.label} has ${seqStarts.size} entries, need numSeqs + 1 = ${numSeqs + 1}`);
+}
+
+function checkGrid(kernel: string, x: number): void {
+  if (x > MAX_WORKGROUPS) throw new ShapeError(`${kernel}: ${x} query tiles exceed ${MAX_WORKGROUPS} workgroups; split the batch`);
+}
+
+/** Training / plain prefill: causal attention over packed contiguous sequences. seqStarts: u32 [S+1] cumulative
+ *  offsets (seqStarts[S] = T). Returns o [T, nHeads, hd] f32 and lse [T, nHeads] f32 (log-sum-exp of the scaled
+ *  scores, saved for backward). */
+export function attentionPrefill(
+  gpu: Gpu,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  seqStarts: Tensor,
+  numSeqs: number,
+  dims: AttentionDims,
+  out: { o?: Tensor; lse?: Tensor } = {},
+): { o: Tensor; lse: Tensor } {
+  const name = 'attention_prefill';
+  const { group, scale } = checkDims(name, dims);
+  const T = checkQkv(name, q, k, v, dims);
+  checkSeqStarts(name, seqStarts, numSeqs);
+  const o = out.o ?? gpu.tensor([T, dims.nHeads, dims.headDim], 'f32', 'attention.o');
+  const lse = out.lse ?? gpu.tensor([T, dims.nHeads], 'f32', 'attention.lse');
+  expectSize(name, o, q.size);
+  expectSize(name, lse, T * dims.nHeads);
+  expectDtype(name, o, 'f32');
+  expectDtype(name, lse, 'f32');
+  const tiles = ceilDiv(T * group, BQ);
+  checkGrid(name, tiles);
+  checkWorkgroupMemory(gpu, name, 'prefill', dims.headDim);
+  gpu.dispatch({
+    shader: 'attention_prefill',
+    variant: { consts: { HD: dims.headDim } },
+    uniforms: new Uniforms().u32(T).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(numSeqs).f32(scale * LOG2E).u32(0).u32(0),
+    bindings: [q, k, v, seqStarts, o, lse],
+    workgroups: [tiles, dims.nKv],
+    label: name,
+  });
+  return { o, lse };
+}
+
+/** Keys one split of a paged workgroup covers at least. */
+const MIN_SPLIT_KEYS = 256;
+/** Workgroups the split heuristic aims for: enough to fill a large GPU. */
+const TARGET_WORKGROUPS = 2048;
+/** Rows (query, head of the group) up to which the decode entry point is used, in tiles of 4. */
+const DECODE_ROWS = 8;
+
+/** How many ways to split each sequence's keys (flash-decoding): more when there are few (sequence, kv head,
+ *  query tile) workgroups. chunk is the keys per split, a multiple of the kernel's key step. */
+export function pagedSplits(workgroups: number, maxSeqLen: number, keyStep: number): { splits: number; chunk: number } {
+  const maxSplits = Math.max(1, Math.ceil(maxSeqLen / MIN_SPLIT_KEYS));
+  const want = Math.min(maxSplits, Math.max(1, Math.ceil(TARGET_WORKGROUPS / workgroups)));
+  const chunk = Math.max(keyStep, Math.ceil(Math.ceil(maxSeqLen / want) / keyStep) * keyStep);
+  return { splits: Math.max(1, Math.ceil(maxSeqLen / chunk)), chunk };
+}
+
+/** Inference over the paged KV cache: queries of new tokens (any number per sequence: prefill chunks, prefix-cached
+ *  prompts, or 1 per sequence for decode) attend causally to all cached positions of their sequence up to their own
+ *  position. The cache already holds these tokens' K/V (write them first). Returns o [Tq, nHeads, hd] f32.
+ *  Few rows per sequence (decode) take the `decode` entry point, others the tiled `main`. */
+export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: number, batch: PagedBatch, dims: AttentionDims): Tensor {
+  const name = 'attention_paged';
+  const { group, scale } = checkDims(name, dims);
+  if (dims.nKv !== cache.nKv || dims.headDim !== cache.headDim) {
+    throw new ShapeError(`${name}: dims nKv ${dims.nKv}, headDim ${dims.headDim} do not match the cache's ${cache.nKv}, ${cache.headDim}`);
+  }
+  if (!Number.isInteger(layer) || layer < 0 || layer >= cache.layers) throw new ShapeError(`${name}: layer ${layer} out of range [0, ${cache.layers})`);
+  const Tq = q.shape[0] ?? 0;
+  expectSize(name, q, Tq * dims.nHeads * dims.headDim);
+  expectDtype(name, q, 'f32');
+  expectSize(name, batch.qStarts, batch.numSeqs + 1);
+  expectSize(name, batch.qPositions, Tq);
+  expectSize(name, batch.pageTable, batch.numSeqs * batch.maxPages);
+  const o = gpu.tensor([Tq, dims.nHeads, dims.headDim], 'f32', 'attention_paged.o');
+  if (Tq === 0) return o;
+  const seqRows = (batch.maxQueries ?? Tq) * group;
+  const decode = dims.headDim % 4 === 0 && seqRows <= DECODE_ROWS;
+  const qTiles = ceilDiv(seqRows, decode ? 4 : BQ);
+  const { splits, chunk } = pagedSplits(batch.numSeqs * dims.nKv * qTiles, batch.maxSeqLen, decode ? 128 : 32);
+  checkGrid(name, qTiles * splits);
+  checkWorkgroupMemory(gpu, name, decode ? 'decode' : 'paged', dims.headDim);
+  if (batch.numSeqs > MAX_WORKGROUPS) throw new ShapeError(`${name}: ${batch.numSeqs} sequences exceed ${MAX_WORKGROUPS}`);
+  const rows = Tq * dims.nHeads;
+  const parts = splits > 1 ? gpu.tensor([splits, rows, dims.headDim], 'f32', 'attention_paged.parts') : o;
+  const ml = gpu.tensor([splits > 1 ? splits * rows * 2 : 2], 'f32', 'attention_paged.ml');
+  const variant = { consts: { HD: dims.headDim }, aliases: { CT: cache.dtype } };
+  const uniforms = new Uniforms()
+    .u32(Tq).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(cache.pageSize).u32(batch.maxPages).u32(splits).u32(chunk)
+    .f32(scale * LOG2E).u32(0).u32(0).u32(0);
+  const kc = cache.k[layer]!;
+  const vc = cache.v[layer]!;
+  gpu.dispatch({
+    shader: 'attention_paged',
+    entry: decode ? 'decode' : 'main',
+    variant,
+    uniforms,
+    bindings: decode
+      ? [q, null, null, batch.qStarts, batch.qPositions, batch.pageTable, parts, ml, null, kc, vc]
+      : [q, kc, vc, batch.qStarts, batch.qPositions, batch.pageTable, parts, ml],
+    workgroups: [qTiles * splits, dims.nKv, batch.numSeqs],
+    label: decode ? `${name}.decode` : name,
+  });
+  if (splits > 1) {
+    gpu.dispatch({
+      shader: 'attention_paged',
+      entry: 'combine',
+      variant,
+      uniforms,
+      bindings: [null, null, null, null, null, null, parts, ml, o],
+      workgroups: grid1d(ceilDiv(rows * dims.headDim, 256)),
+      label: `${name}.combine`,
+    });
+    parts.release();
+  }
+  ml.release();
+  return o;
+}
+
+/** Backward of attentionPrefill: returns dq, dk, dv (same shapes as q, k, v). No T×T matrix in memory; deterministic. */
+export function attentionBackward(
+  gpu: Gpu,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  o: Tensor,
+  lse: Tensor,
+  dO: Tensor,
+  seqStarts: Tensor,
+  numSeqs: number,
+  dims: AttentionDims,
+): { dq: Tensor; dk: Tensor; dv: Tensor } {
+  const name = 'attention_backward';
+  const { group, scale } = checkDims(name, dims);
+  const T = checkQkv(name, q, k, v, dims);
+  checkSeqStarts(name, seqStarts, numSeqs);
+  for (const t of [o, dO]) {
+    expectSize(name, t, q.size);
+    expectDtype(name, t, 'f32');
+  }
+  expectSize(name, lse, T * dims.nHeads);
+  expectDtype(name, lse, 'f32');
+  const keyTiles = ceilDiv(T, 8);
+  const rowTiles = ceilDiv(T * group, 16);
+  checkGrid(name, Math.max(keyTiles, rowTiles));
+  checkWorkgroupMemory(gpu, name, 'dkdv', dims.headDim);
+  checkWorkgroupMemory(gpu, name, 'dq', dims.headDim);
+  const dq = gpu.tensor(q.shape, 'f32', 'attention.dq');
+  const dk = gpu.tensor(k.shape, 'f32', 'attention.dk');
+  const dv = gpu.tensor(v.shape, 'f32', 'attention.dv');
+  if (T === 0) return { dq, dk, dv };
+  const stats = gpu.tensor([T * dims.nHeads, 2], 'f32', 'attention.stats');
+  const variant = { consts: { HD: dims.headDim } };
+  const uniforms = new Uniforms().u32(T).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(numSeqs).f32(scale * LOG2E).f32(scale).u32(0);
+  gpu.dispatch({
+    shader: 'attention_backward',
+    entry: 'delta',
+    variant,
+    uniforms,
+    bindings: [null, null, null, dO, stats, null, null, null, null, o, lse],
+    workgroups: grid1d(ceilDiv(T * dims.nHeads, 64)),
+    label: `${name}.delta`,
+  });
+  gpu.dispatch({
+    shader: 'attention_backward',
+    entry: 'dkdv',
+    variant,
+    uniforms,
+    bindings: [q, k, v, dO, stats, seqStarts, dk, dv],
+    workgroups: [keyTiles, dims.nKv],
+    label: `${name}.dkdv`,
+  });
+  gpu.dispatch({
+    shader: 'attention_backward',
+    entry: 'dq_rows',
+    variant,
+    uniforms,
+    bindings: [q, k, v, dO, stats, seqStarts, null, null, dq],
+    workgroups: [rowTiles, dims.nKv],
+    label: `${name}.dq`,
+  });
+  stats.release();
+  return { dq, dk, dv };
+}

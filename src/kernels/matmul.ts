@@ -1,0 +1,146 @@
+// out[M, N] = alpha·op(a)·op(b) (+ out): the one matmul entry point. Numbered shaders, picked by shape:
+//   matmul_rows    M <= 16, b stored [N, K] (decode, x·Wᵀ): memory bound; each weight read once for all rows.
+//   matmul_tile128 vec4-aligned operands and enough 128x128 tiles to fill a large GPU: 8x8 outputs/thread.
+//   matmul_tile64  everything else (any M, N, K, layout): bounds-checked 64x64 tile, 4x4 outputs/thread;
+//                  split along K (+ matmul_splitk to sum) when few output tiles face a long K (LoRA grads).
+// a and b are f32, or f16 storage when gpu.f16; accumulation and out are f32.
+import type { Gpu } from '../gpu/gpu.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { Uniforms } from '../gpu/uniforms.ts';
+import { expectDtype, expectShape, ShapeError } from './check.ts';
+import { ceilDiv, grid1d } from './grid.ts';
+
+export interface MatmulOptions {
+  transA?: boolean; // a is stored [K, M]
+  transB?: boolean; // b is stored [N, K]  (x·Wᵀ with nn.Linear weights [out, in]: transB = true)
+  alpha?: number; // out = alpha·op(a)·op(b) (+ out when accumulate)
+  accumulate?: boolean; // out += ...   (LoRA deltas, gradient accumulation)
+  out?: Tensor; // f32 [M, N]
+  label?: string;
+}
+
+export type MatmulVariant = 'rows' | 'tile128' | 'tile64';
+
+export interface MatmulShape {
+  M: number;
+  N: number;
+  K: number;
+  transA: boolean;
+  transB: boolean;
+}
+
+/** Largest M matmul_rows takes (its accumulators: 4 named vec4s, 4 rows each). */
+export const ROWS_MAX_M = 16;
+/** Output columns per workgroup of matmul_rows. */
+const ROWS_COLS_PER_WORKGROUP = 8;
+/** Below this many 128x128 tiles a big GPU (132 SMs on an H200) idles: the 64x64 tile gives 4x more workgroups. */
+const TILE128_MIN_WORKGROUPS = 128;
+
+/** Split-K for tile64: below this many output tiles, a K of at least SPLIT_MIN_K is cut into slices. */
+const SPLIT_MAX_TILES = 64;
+const SPLIT_MIN_K = 1024;
+/** Workgroups split-K aims for, and the least depth one slice keeps. */
+const SPLIT_TARGET_WORKGROUPS = 128;
+const SPLIT_MIN_CHUNK = 256;
+
+/** Depth of each K slice of matmul_tile64 (a multiple of its 16-deep tile) and how many slices there are. */
+export function matmulSplit(s: MatmulShape): { splits: number; kChunk: number } {
+  const tiles = ceilDiv(s.M, 64) * ceilDiv(s.N, 64);
+  if (tiles >= SPLIT_MAX_TILES || s.K < SPLIT_MIN_K) return { splits: 1, kChunk: ceilDiv(s.K, 16) * 16 };
+  const wanted = Math.min(ceilDiv(SPLIT_TARGET_WORKGROUPS, tiles), Math.floor(s.K / SPLIT_MIN_CHUNK));
+  const kChunk = ceilDiv(ceilDiv(s.K, wanted), 16) * 16;
+  return { splits: ceilDiv(s.K, kChunk), kChunk };
+}
+
+/** Whether a variant can compute this shape at all. */
+export function matmulSupports(v: MatmulVariant, s: MatmulShape): boolean {
+  switch (v) {
+    case 'rows':
+      return s.M <= ROWS_MAX_M && s.transB && !s.transA && s.K % 4 === 0;
+    case 'tile128':
+      // each operand is read as vec4 along its stored-contiguous dimension
+      return (s.transA ? s.M : s.K) % 4 === 0 && (s.transB ? s.K : s.N) % 4 === 0;
+    case 'tile64':
+      return true;
+  }
+}
+
+/** The variant matmul() runs for this shape. */
+export function matmulVariant(s: MatmulShape): MatmulVariant {
+  if (matmulSupports('rows', s)) return 'rows';
+  if (s.M > ROWS_MAX_M && matmulSupports('tile128', s) && ceilDiv(s.M, 128) * ceilDiv(s.N, 128) >= TILE128_MIN_WORKGROUPS) {
+    return 'tile128';
+  }
+  return 'tile64';
+}
+
+export function matmul(gpu: Gpu, a: Tensor, b: Tensor, opts: MatmulOptions = {}): Tensor {
+  return matmulWith(gpu, null, a, b, opts);
+}
+
+/** matmul on a chosen variant (null: by shape); for tests and benchmarks of each variant. */
+export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b: Tensor, opts: MatmulOptions = {}): Tensor {
+  const name = opts.label ?? 'matmul';
+  const transA = opts.transA ?? false;
+  const transB = opts.transB ?? false;
+  if (a.shape.length !== 2) throw new ShapeError(`${name}: ${a.label} has shape [${a.shape}], expected 2-D`);
+  if (b.shape.length !== 2) throw new ShapeError(`${name}: ${b.label} has shape [${b.shape}], expected 2-D`);
+  expectDtype(name, a, 'f32', 'f16');
+  expectDtype(name, b, 'f32', 'f16');
+  if ((a.dtype === 'f16' || b.dtype === 'f16') && !gpu.f16) {
+    throw new ShapeError(`${name}: f16 operands need the shader-f16 feature, which this device lacks`);
+  }
+  const [M, Ka] = transA ? [a.shape[1]!, a.shape[0]!] : [a.shape[0]!, a.shape[1]!];
+  const [Kb, N] = transB ? [b.shape[1]!, b.shape[0]!] : [b.shape[0]!, b.shape[1]!];
+  if (Ka !== Kb) {
+    throw new ShapeError(
+      `${name}: inner dimensions differ: ${a.label} [${a.shape}]${transA ? 'ᵀ' : ''} · ${b.label} [${b.shape}]${transB ? 'ᵀ' : ''}`,
+    );
+  }
+  const K = Ka;
+  if (M < 1 || N < 1 || K < 1) throw new ShapeError(`${name}: empty product ${M}x${N}x${K}`);
+  if (opts.accumulate && !opts.out) throw new ShapeError(`${name}: accumulate needs opts.out`);
+  const out = opts.out ?? gpu.tensor([M, N], 'f32', `${name}.out`);
+  expectDtype(name, out, 'f32');
+  expectShape(name, out, [M, N]);
+  if (out.buffer === a.buffer || out.buffer === b.buffer) throw new ShapeError(`${name}: ${out.label} aliases an input`);
+
+  const shape = { M, N, K, transA, transB };
+  const v = variant ?? matmulVariant(shape);
+  if (!matmulSupports(v, shape)) throw new ShapeError(`${name}: variant ${v} cannot compute ${M}x${N}x${K} (transA ${transA}, transB ${transB})`);
+  const dispatch = (target: Tensor, uniforms: Uniforms, workgroups: readonly [number, number?, number?]) =>
+    gpu.dispatch({
+      shader: `matmul_${v}`,
+      variant: { aliases: { TA: a.dtype, TB: b.dtype }, consts: v === 'rows' ? { ROWS: M } : { TRANS_A: transA, TRANS_B: transB } },
+      uniforms,
+      bindings: [a, b, target],
+      workgroups,
+      label: name,
+    });
+  const params = (accumulate: boolean, alpha: number, kChunk: number) =>
+    new Uniforms().u32(M).u32(N).u32(K).u32(accumulate ? 1 : 0).f32(alpha).u32(kChunk).u32(0).u32(0);
+  const accumulate = opts.accumulate ?? false;
+  const alpha = opts.alpha ?? 1;
+  if (v === 'rows') {
+    dispatch(out, params(accumulate, alpha, 0), [ceilDiv(N, ROWS_COLS_PER_WORKGROUP)]);
+  } else if (v === 'tile128') {
+    dispatch(out, params(accumulate, alpha, 0), [ceilDiv(N, 128), ceilDiv(M, 128)]);
+  } else {
+    const { splits, kChunk } = matmulSplit(shape);
+    if (splits === 1) {
+      dispatch(out, params(accumulate, alpha, kChunk), [ceilDiv(N, 64), ceilDiv(M, 64)]);
+    } else {
+      const partial = gpu.tensor([splits, M, N], 'f32', `${name}.splitk`);
+      dispatch(partial, params(false, 1, kChunk), [ceilDiv(N, 64), ceilDiv(M, 64), splits]);
+      gpu.dispatch({
+        shader: 'matmul_splitk',
+        uniforms: new Uniforms().u32(M * N).u32(splits).u32(accumulate ? 1 : 0).f32(alpha),
+        bindings: [partial, out],
+        workgroups: grid1d(ceilDiv(M * N, 256)),
+        label: `${name}.splitk`,
+      });
+      partial.release(); // later users of the buffer are ordered after these dispatches
+    }
+  }
+  return out;
+}

@@ -1,0 +1,233 @@
+// Loss and gradients through Qwen3, layer by layer in reverse, with per-layer recomputation:
+// the forward keeps only each layer's input; the backward re-runs one layer with every
+// intermediate saved, takes its gradient, and frees it before the next. Token log-probabilities
+// (and entropy) come from the fused log-softmax over the full vocabulary in row chunks, twice: once
+// to get logp for the loss, once more to turn d loss / d logp into d hidden — so no [T, vocab]
+// gradient for the whole batch is ever held.
+// Gradients go to a TrainableLinearAdapter (LoRA, or routed per-role adapters) and, in
+// full-parameter mode, to one f32 gradient per base weight (accumulated: call repeatedly for
+// micro-batches, then step the optimizer).
+import type { Gpu } from '../gpu/gpu.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { attentionBackward } from '../kernels/attention.ts';
+import { add } from '../kernels/elementwise.ts';
+import { embeddingBackward } from '../kernels/embedding.ts';
+import { logprobs, logprobsBackward } from '../kernels/logprobs.ts';
+import { matmul } from '../kernels/matmul.ts';
+import { rmsnorm, rmsnormBackward } from '../kernels/rmsnorm.ts';
+import { ropeBackward } from '../kernels/rope.ts';
+import { swigluBackward } from '../kernels/swiglu.ts';
+import type { LinearModule } from './adapter.ts';
+import type { TrainableLinearAdapter } from './lora.ts';
+import { type LayerContext, type LayerSaved, ModelInputError, type Qwen3Model, releaseLayerSaved } from './qwen3.ts';
+
+export interface TrainBatch {
+  /** Token ids of all sequences, packed [T]. */
+  ids: Uint32Array;
+  seqLens: number[];
+  /** The token each position predicts (usually the next id of its sequence), u32 [T]. Positions that
+   * predict nothing (a sequence's last) still need a valid id: the loss masks them out. */
+  targets: Uint32Array;
+}
+
+export interface TokenStats {
+  /** log softmax(logits / T)[target] per position, f32 [T]. */
+  logp: Tensor;
+  /** Entropy of softmax(logits / T) per position, f32 [T]. */
+  entropy: Tensor;
+}
+
+/** What a loss returns: d loss / d logp (and optionally / d entropy), f32 [T]. */
+export interface TokenGrads {
+  dlogp: Tensor;
+  dentropy?: Tensor | null;
+}
+
+export interface BackwardOptions {
+  /** Where LoRA gradients accumulate (the adapters' dA/dB). */
+  adapter?: TrainableLinearAdapter;
+  /** Full-parameter mode: the gradient tensor (f32, accumulated) of each base weight tensor. */
+  fullGrads?: Map<Tensor, Tensor>;
+  /** Softmax temperature of the log-probabilities (GRPO uses the sampling temperature). */
+  temperature?: number;
+  /** Rows of logits at a time (default 128). */
+  chunkRows?: number;
+  /** Recompute each layer in the backward (default true); false keeps every activation. */
+  recompute?: boolean;
+}
+
+export class BackwardError extends Error {
+  override name = 'BackwardError';
+}
+
+/** Runs forward, the loss (on logp/entropy) and backward. Returns the loss function's result and the
+ * token stats (the caller releases both). Gradients are added into the adapter / fullGrads. */
+export function lossAndGradients<R extends TokenGrads>(model: Qwen3Model, batch: TrainBatch, lossFn: (s: TokenStats) => R, opts: BackwardOptions = {}): { result: R; stats: TokenStats } {
+  const { gpu, config: c } = model;
+  const T = batch.ids.length;
+  if (batch.targets.length !== T) throw new ModelInputError(`lossAndGradients: ${batch.targets.length} targets for ${T} tokens`);
+  const bad = batch.targets.find((t) => t >= c.vocabSize);
+  if (bad !== undefined) throw new ModelInputError(`lossAndGradients: target id ${bad} outside the vocabulary [0, ${c.vocabSize})`);
+  const recompute = opts.recompute ?? true;
+  const ctx = model.context({ ids: batch.ids, seqLens: batch.seqLens }, opts.adapter);
+  const tape = new Tape(model, ctx, opts);
+
+  // Forward, keeping each layer's input (and, without recomputation, everything).
+  const inputs: Tensor[] = [];
+  const saved: Partial<LayerSaved>[] = [];
+  let x = model.embed(batch.ids);
+  for (let i = 0; i < c.numLayers; i++) {
+    inputs.push(x);
+    const s: Partial<LayerSaved> | undefined = recompute ? undefined : {};
+    x = model.layerForward(i, x, ctx, s);
+    if (s) saved.push(s);
+  }
+  const norm = rmsnorm(gpu, x, model.weights.norm, c.rmsNormEps);
+  const hidden = norm.y;
+
+  // Loss on logp / entropy, then d hidden from d logp chunk by chunk.
+  const targets = gpu.upload(batch.targets, [T], 'u32', 'targets');
+  const stats = tape.tokenStats(hidden, targets);
+  const result = lossFn({ logp: stats.logp, entropy: stats.entropy });
+  const dHidden = tape.hiddenGrad(hidden, targets, stats, result);
+  targets.release();
+  stats.lse.release();
+
+  let dx = rmsnormBackward(gpu, x, model.weights.norm, norm.rstd, dHidden, tape.normGrad(model.weights.norm)).dx;
+  for (const t of [dHidden, hidden, norm.rstd, x]) t.release();
+
+  for (let i = c.numLayers - 1; i >= 0; i--) {
+    let s: Partial<LayerSaved>;
+    if (recompute) {
+      s = {};
+      model.layerForward(i, inputs[i]!, ctx, s).release();
+    } else {
+      s = saved[i]!;
+    }
+    const dIn = tape.layerBackward(i, s as LayerSaved, dx);
+    dx.release();
+    dx = dIn;
+    releaseLayerSaved(s as LayerSaved);
+  }
+  const embedGrad = opts.fullGrads?.get(model.weights.embed);
+  if (embedGrad) embeddingBackward(gpu, dx, batch.ids, embedGrad);
+  dx.release();
+  model.releaseContext(ctx);
+  return { result, stats: { logp: stats.logp, entropy: stats.entropy } };
+}
+
+/** The backward pieces of one forward: shares its context, adapter and gradient targets. */
+class Tape {
+  private readonly gpu: Gpu;
+  private readonly chunk: number;
+  private readonly temperature: number;
+
+  constructor(
+    private readonly model: Qwen3Model,
+    private readonly ctx: LayerContext,
+    private readonly opts: BackwardOptions,
+  ) {
+    this.gpu = model.gpu;
+    this.chunk = opts.chunkRows ?? 128;
+    this.temperature = opts.temperature ?? 1;
+    if (!Number.isInteger(this.chunk) || this.chunk < 1) throw new BackwardError(`chunkRows must be a positive integer, got ${this.chunk}`);
+  }
+
+  private rows(t: Tensor, r0: number, n: number): Tensor {
+    const w = t.shape[1]!;
+    if (r0 === 0 && n === t.shape[0]) return t;
+    const out = this.gpu.tensor([n, w], t.dtype, `${t.label}.rows`);
+    this.gpu.copy(t, out, n * w * 4, r0 * w * 4, 0);
+    return out;
+  }
+
+  private forChunks(T: number, fn: (r0: number, n: number) => void): void {
+    for (let r0 = 0; r0 < T; r0 += this.chunk) fn(r0, Math.min(this.chunk, T - r0));
+  }
+
+  private chunkLogits(hidden: Tensor, r0: number, n: number): { h: Tensor; logits: Tensor } {
+    const h = this.rows(hidden, r0, n);
+    return { h, logits: matmul(this.gpu, h, this.model.weights.lmHead, { transB: true, label: 'lm_head' }) };
+  }
+
+  tokenStats(hidden: Tensor, targets: Tensor): TokenStats & { lse: Tensor } {
+    const T = hidden.shape[0]!;
+    const out = {
+      logp: this.gpu.tensor([T], 'f32', 'logp'),
+      entropy: this.gpu.tensor([T], 'f32', 'entropy'),
+      lse: this.gpu.tensor([T], 'f32', 'lse'),
+    };
+    this.forChunks(T, (r0, n) => {
+      const { h, logits } = this.chunkLogits(hidden, r0, n);
+      logprobs(this.gpu, logits, targets, { temperature: this.temperature, rowOffset: r0, out });
+      logits.release();
+      if (h !== hidden) h.release();
+    });
+    return out;
+  }
+
+  hiddenGrad(hidden: Tensor, targets: Tensor, stats: { entropy: Tensor; lse: Tensor }, grads: TokenGrads): Tensor {
+    const [T, H] = hidden.shape as [number, number];
+    const lmHead = this.model.weights.lmHead;
+    const lmGrad = this.opts.fullGrads?.get(lmHead);
+    const dHidden = this.gpu.tensor([T, H], 'f32', 'd_hidden');
+    this.forChunks(T, (r0, n) => {
+      const { h, logits } = this.chunkLogits(hidden, r0, n);
+      const dLogits = logprobsBackward(this.gpu, logits, targets, stats, { dlogp: grads.dlogp, dentropy: grads.dentropy ?? undefined }, { temperature: this.temperature, rowOffset: r0 });
+      const dh = matmul(this.gpu, dLogits, lmHead, { label: 'lm_head.dx' });
+      if (lmGrad) matmul(this.gpu, dLogits, h, { transA: true, accumulate: true, out: lmGrad, label: 'lm_head.dw' });
+      this.gpu.copy(dh, dHidden, n * H * 4, 0, r0 * H * 4);
+      for (const t of [dh, dLogits]) t.release();
+      if (h !== hidden) h.release();
+    });
+    return dHidden;
+  }
+
+  normGrad(w: Tensor): { dw?: Tensor; accumulateDw?: boolean } {
+    const dw = this.opts.fullGrads?.get(w);
+    return dw ? { dw, accumulateDw: true } : {};
+  }
+
+  /** d loss / d x of y = x·Wᵀ (+ adapter), into `dx` (accumulated when given); weight grads on the side. */
+  private linear(layer: number, module: LinearModule, x: Tensor, w: Tensor, dy: Tensor, dx?: Tensor): Tensor {
+    const out = matmul(this.gpu, dy, w, { out: dx, accumulate: dx !== undefined, label: `${module}.dx` });
+    this.opts.adapter?.backward(this.gpu, layer, module, x, dy, out);
+    const dw = this.opts.fullGrads?.get(w);
+    if (dw) matmul(this.gpu, dy, x, { transA: true, accumulate: true, out: dw, label: `${module}.dw` });
+    return out;
+  }
+
+  /** Gradient of one decoder layer's output with respect to its input. */
+  layerBackward(i: number, s: LayerSaved, dOut: Tensor): Tensor {
+    const { gpu, model, ctx } = this;
+    const c = model.config;
+    const w = model.weights.layers[i]!;
+    const T = ctx.tokens;
+    if (!s.lse) throw new BackwardError(`layer ${i}: no attention lse saved (the paged attention path cannot be trained)`);
+
+    // MLP block: out = h + down(silu(gate(m)) * up(m)), m = norm(h).
+    const dAct = this.linear(i, 'down_proj', s.act, w.down, dOut);
+    const { dGate, dUp } = swigluBackward(gpu, s.gate, s.up, dAct);
+    const dm = this.linear(i, 'gate_proj', s.mlpNorm, w.gate, dGate);
+    this.linear(i, 'up_proj', s.mlpNorm, w.up, dUp, dm);
+    const dhNorm = rmsnormBackward(gpu, s.h, w.postAttnNorm, s.mlpRstd, dm, this.normGrad(w.postAttnNorm)).dx;
+    const dh = add(gpu, dOut, dhNorm);
+    for (const t of [dAct, dGate, dUp, dm, dhNorm]) t.release();
+
+    // Attention block: h = x + o(attn(rope(qnorm(q(n))), rope(knorm(k(n))), v(n))), n = norm(x).
+    const dAttn = this.linear(i, 'o_proj', s.attn, w.o, dh);
+    const o = s.attn.view([T, c.numHeads, c.headDim]);
+    const { dq, dk, dv } = attentionBackward(gpu, s.q, s.k, s.v, o, s.lse, dAttn.view([T, c.numHeads, c.headDim]), ctx.seqStarts, ctx.numSeqs, model.dims);
+    const dqn = ropeBackward(gpu, dq, ctx.positions, model.rope);
+    const dkn = ropeBackward(gpu, dk, ctx.positions, model.rope);
+    const dqPre = rmsnormBackward(gpu, s.qPre, w.qNorm, s.qRstd, dqn, this.normGrad(w.qNorm)).dx;
+    const dkPre = rmsnormBackward(gpu, s.kPre, w.kNorm, s.kRstd, dkn, this.normGrad(w.kNorm)).dx;
+    const dn = this.linear(i, 'q_proj', s.attnNorm, w.q, dqPre.view([T, c.numHeads * c.headDim]));
+    this.linear(i, 'k_proj', s.attnNorm, w.k, dkPre.view([T, c.numKvHeads * c.headDim]), dn);
+    this.linear(i, 'v_proj', s.attnNorm, w.v, dv.view([T, c.numKvHeads * c.headDim]), dn);
+    const dxNorm = rmsnormBackward(gpu, s.x, w.inputNorm, s.attnRstd, dn, this.normGrad(w.inputNorm)).dx;
+    const dx = add(gpu, dh, dxNorm);
+    for (const t of [dAttn, dq, dk, dv, dqn, dkn, dqPre, dkPre, dn, dxNorm, dh]) t.release();
+    return dx;
+  }
+}

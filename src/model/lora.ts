@@ -1,0 +1,371 @@
+// LoRA adapters on the GPU: per (layer, module) A [r, in] and B [out, r] in f32, y += scale·(x·Aᵀ)·Bᵀ
+// with scale = alpha / r, and the backward into gradient buffers. Several adapters live at once (one per
+// role type under isolated policies) in an AdapterSet; a RoutedAdapter applies a different adapter (or
+// none) to each row range of a packed batch. Trainable parameters are a flat list of {name, param, grad},
+// for LoRA tensors (PEFT names) and, in full-parameter mode, base weights (Hugging Face names).
+import type { Gpu } from '../gpu/gpu.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { expectDtype, ShapeError } from '../kernels/check.ts';
+import { matmul } from '../kernels/matmul.ts';
+import { LINEAR_MODULES, type LinearAdapter, type LinearModule } from './adapter.ts';
+import type { Qwen3Config } from './config.ts';
+import { weightTensors, type LayerWeights, type Qwen3Weights } from './weights.ts';
+
+export interface LoraConfig {
+  rank: number;
+  alpha: number;
+  targets: LinearModule[];
+}
+
+/** The study's adapters: rank 64, alpha 32 (scale 0.5), all seven linear layers. */
+export const DEFAULT_LORA: LoraConfig = { rank: 64, alpha: 32, targets: [...LINEAR_MODULES] };
+
+/** A tensor the optimizer updates and the gradient the backward accumulates into it (f32, same shape). */
+export interface TrainableParam {
+  name: string;
+  param: Tensor;
+  grad: Tensor;
+}
+
+/** A LinearAdapter whose delta has a backward. */
+export interface TrainableLinearAdapter extends LinearAdapter {
+  /** Given the module's input x [T, in] and d loss / d y [T, out]: accumulates the adapter's parameter
+   * gradients and adds its part of d loss / d x into dx [T, in] (dx null: not needed). */
+  backward(gpu: Gpu, layer: number, module: LinearModule, x: Tensor, dy: Tensor, dx: Tensor | null): void;
+}
+
+export class LoraError extends Error {
+  override name = 'LoraError';
+}
+
+export interface LinearShape {
+  in: number;
+  out: number;
+}
+
+/** [in, out] of each linear module of a Qwen3 layer. */
+export function linearShapes(c: Qwen3Config): Record<LinearModule, LinearShape> {
+  const q = c.numHeads * c.headDim;
+  const kv = c.numKvHeads * c.headDim;
+  const h = c.hiddenSize;
+  const i = c.intermediateSize;
+  return {
+    q_proj: { in: h, out: q },
+    k_proj: { in: h, out: kv },
+    v_proj: { in: h, out: kv },
+    o_proj: { in: q, out: h },
+    gate_proj: { in: h, out: i },
+    up_proj: { in: h, out: i },
+    down_proj: { in: i, out: h },
+  };
+}
+
+/** The PEFT key of a LoRA tensor: base_model.model.model.layers.{i}.{self_attn|mlp}.{module}.lora_{A|B}.weight */
+export function peftKey(layer: number, module: LinearModule, which: 'A' | 'B'): string {
+  const block = module === 'gate_proj' || module === 'up_proj' || module === 'down_proj' ? 'mlp' : 'self_attn';
+  return `base_model.model.model.layers.${layer}.${block}.${module}.lora_${which}.weight`;
+}
+
+export function checkLoraConfig(c: LoraConfig, where = 'LoRA config'): void {
+  if (!Number.isInteger(c.rank) || c.rank < 1) throw new LoraError(`${where}: rank must be a positive integer, got ${c.rank}`);
+  if (!(Number.isFinite(c.alpha) && c.alpha > 0)) throw new LoraError(`${where}: alpha must be > 0, got ${c.alpha}`);
+  if (!c.targets.length) throw new LoraError(`${where}: no target modules`);
+  for (const t of c.targets) {
+    if (!(LINEAR_MODULES as readonly string[]).includes(t)) throw new LoraError(`${where}: unknown target module ${t} (troupe adapts ${LINEAR_MODULES.join(', ')})`);
+  }
+}
+
+/** mulberry32 (seeded, reproducible initial weights). */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function uniform(n: number, bound: number, next: () => number): Float32Array {
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = (2 * next() - 1) * bound;
+  return out;
+}
+
+export interface LoraInit {
+  seed: number;
+  /** B zeros (PEFT's default: the adapter starts as the identity), or uniform in ±bound (tests). */
+  randomB?: number;
+}
+
+export interface LoraPair {
+  A: Tensor;
+  B: Tensor;
+  /** Allocated on first need (frozen adapters never get them). */
+  dA: Tensor | null;
+  dB: Tensor | null;
+}
+
+/** One LoRA adapter over all layers of a model. */
+export class LoraAdapter implements TrainableLinearAdapter {
+  readonly scale: number;
+  private readonly pairs = new Map<string, LoraPair>();
+  private released = false;
+
+  constructor(
+    readonly gpu: Gpu,
+    readonly name: string,
+    readonly config: LoraConfig,
+    readonly numLayers: number,
+    readonly shapes: Record<LinearModule, LinearShape>,
+    /** A and B per layer per target, f32; when absent, initialised like PEFT from `init`. */
+    tensors?: (layer: number, module: LinearModule) => { A: Tensor; B: Tensor },
+    init: LoraInit = { seed: 0 },
+  ) {
+    checkLoraConfig(config, `adapter ${name}`);
+    this.scale = config.alpha / config.rank;
+    const next = rng(init.seed);
+    const r = config.rank;
+    for (let l = 0; l < numLayers; l++) {
+      for (const m of config.targets) {
+        const s = shapes[m];
+        let pair: { A: Tensor; B: Tensor };
+        if (tensors) {
+          pair = tensors(l, m);
+          for (const [t, shape] of [[pair.A, [r, s.in]], [pair.B, [s.out, r]]] as const) {
+            expectDtype(`adapter ${name}`, t, 'f32');
+            if (t.shape.length !== 2 || t.shape[0] !== shape[0] || t.shape[1] !== shape[1]) {
+              throw new ShapeError(`adapter ${name}: ${t.label} has shape [${t.shape}], expected [${shape}]`);
+            }
+          }
+        } else {
+          // kaiming_uniform_(a=√5) as PEFT/nn.Linear: bound = 1/√fan_in
+          const A = gpu.upload(uniform(r * s.in, 1 / Math.sqrt(s.in), next), [r, s.in], 'f32', `${name}.${peftKey(l, m, 'A')}`);
+          const bData = init.randomB ? uniform(s.out * r, init.randomB, next) : new Float32Array(s.out * r);
+          const B = gpu.upload(bData, [s.out, r], 'f32', `${name}.${peftKey(l, m, 'B')}`);
+          pair = { A, B };
+        }
+        this.pairs.set(`${l}.${m}`, { ...pair, dA: null, dB: null });
+      }
+    }
+  }
+
+  /** A new adapter for a model, PEFT-initialised (B = 0 unless init.randomB). */
+  static create(gpu: Gpu, name: string, model: Qwen3Config, config: LoraConfig = DEFAULT_LORA, init: LoraInit = { seed: 0 }): LoraAdapter {
+    return new LoraAdapter(gpu, name, config, model.numLayers, linearShapes(model), undefined, init);
+  }
+
+  /** The A and B of a layer's module, or null when the module is not a target. */
+  pair(layer: number, module: LinearModule): LoraPair | null {
+    if (this.released) throw new LoraError(`adapter ${this.name} was released`);
+    return this.pairs.get(`${layer}.${module}`) ?? null;
+  }
+
+  /** (layer, module) of every adapted linear, in PEFT order (layer, then module). */
+  entries(): { layer: number; module: LinearModule; pair: LoraPair }[] {
+    const out: { layer: number; module: LinearModule; pair: LoraPair }[] = [];
+    for (let l = 0; l < this.numLayers; l++) {
+      for (const m of LINEAR_MODULES) {
+        const p = this.pair(l, m);
+        if (p) out.push({ layer: l, module: m, pair: p });
+      }
+    }
+    return out;
+  }
+
+  private grads(p: LoraPair): { dA: Tensor; dB: Tensor } {
+    p.dA ??= this.gpu.upload(new Float32Array(p.A.size), p.A.shape, 'f32', `${p.A.label}.grad`);
+    p.dB ??= this.gpu.upload(new Float32Array(p.B.size), p.B.shape, 'f32', `${p.B.label}.grad`);
+    return { dA: p.dA, dB: p.dB };
+  }
+
+  /** Every A and B with its gradient buffer (allocated, zeroed, on first call), PEFT names. */
+  parameters(): TrainableParam[] {
+    return this.entries().flatMap(({ layer, module, pair }) => {
+      const g = this.grads(pair);
+      return [
+        { name: peftKey(layer, module, 'A'), param: pair.A, grad: g.dA },
+        { name: peftKey(layer, module, 'B'), param: pair.B, grad: g.dB },
+      ];
+    });
+  }
+
+  private checkRows(module: LinearModule, x: Tensor, y: Tensor, xw: number, yw: number): void {
+    const T = x.shape[0];
+    if (x.shape.length !== 2 || x.shape[1] !== xw) throw new ShapeError(`adapter ${this.name} ${module}: ${x.label} has shape [${x.shape}], expected [T, ${xw}]`);
+    if (y.shape.length !== 2 || y.shape[0] !== T || y.shape[1] !== yw) throw new ShapeError(`adapter ${this.name} ${module}: ${y.label} has shape [${y.shape}], expected [${T}, ${yw}]`);
+  }
+
+  /** y[T, out] += scale·(x·Aᵀ)·Bᵀ */
+  apply(gpu: Gpu, layer: number, module: LinearModule, x: Tensor, y: Tensor): void {
+    const p = this.pair(layer, module);
+    if (!p) return;
+    const s = this.shapes[module];
+    this.checkRows(module, x, y, s.in, s.out);
+    const label = `lora.${module}`;
+    const h = matmul(gpu, x, p.A, { transB: true, label: `${label}.xA` });
+    matmul(gpu, h, p.B, { transB: true, alpha: this.scale, accumulate: true, out: y, label: `${label}.hB` });
+    h.release();
+  }
+
+  /** dB += scale·dyᵀ·(x·Aᵀ); dA += scale·(dy·B)ᵀ·x; dx += scale·(dy·B)·A. x·Aᵀ is recomputed (T·r·in flops,
+   * cheaper than keeping [T, r] per module per layer through the whole forward). */
+  backward(gpu: Gpu, layer: number, module: LinearModule, x: Tensor, dy: Tensor, dx: Tensor | null): void {
+    const p = this.pair(layer, module);
+    if (!p) return;
+    const s = this.shapes[module];
+    this.checkRows(module, x, dy, s.in, s.out);
+    if (dx) this.checkRows(module, x, dx, s.in, s.in);
+    const { dA, dB } = this.grads(p);
+    const label = `lora.${module}.bwd`;
+    const h = matmul(gpu, x, p.A, { transB: true, label: `${label}.xA` });
+    matmul(gpu, dy, h, { transA: true, alpha: this.scale, accumulate: true, out: dB, label: `${label}.dB` });
+    h.release();
+    const g = matmul(gpu, dy, p.B, { label: `${label}.dyB` });
+    matmul(gpu, g, x, { transA: true, alpha: this.scale, accumulate: true, out: dA, label: `${label}.dA` });
+    if (dx) matmul(gpu, g, p.A, { alpha: this.scale, accumulate: true, out: dx, label: `${label}.dx` });
+    g.release();
+  }
+
+  release(): void {
+    if (this.released) return;
+    for (const p of this.pairs.values()) for (const t of [p.A, p.B, p.dA, p.dB]) t?.release();
+    this.released = true;
+  }
+}
+
+/** Adapters alive on the GPU at once, by name (e.g. one per role type under isolated policies). */
+export class AdapterSet {
+  private readonly adapters = new Map<string, LoraAdapter>();
+
+  add(adapter: LoraAdapter): LoraAdapter {
+    if (this.adapters.has(adapter.name)) throw new LoraError(`adapter set: an adapter named ${adapter.name} exists already`);
+    this.adapters.set(adapter.name, adapter);
+    return adapter;
+  }
+
+  get(name: string): LoraAdapter {
+    const a = this.adapters.get(name);
+    if (!a) throw new LoraError(`adapter set: no adapter ${name} (have: ${[...this.adapters.keys()].join(', ') || 'none'})`);
+    return a;
+  }
+
+  has(name: string): boolean {
+    return this.adapters.has(name);
+  }
+
+  get names(): string[] {
+    return [...this.adapters.keys()];
+  }
+
+  /** Removes and releases an adapter. */
+  delete(name: string): void {
+    this.get(name).release();
+    this.adapters.delete(name);
+  }
+
+  /** An adapter that applies each row range of a packed batch through its own adapter (null: base model only). */
+  routed(segments: readonly RowSegment[]): RoutedAdapter {
+    return new RoutedAdapter(segments.map((s) => ({ ...s, adapter: s.adapter === null ? null : this.get(s.adapter) })));
+  }
+
+  release(): void {
+    for (const a of this.adapters.values()) a.release();
+    this.adapters.clear();
+  }
+}
+
+/** Rows [start, end) of a packed batch go through adapter `adapter` (by name; null = none). */
+export interface RowSegment {
+  adapter: string | null;
+  start: number;
+  end: number;
+}
+
+/** Per-row-range adapters for a mixed batch. Each range is copied out, run through its adapter and copied
+ * back (matmul takes whole tensors); a single range covering the batch runs in place. */
+export class RoutedAdapter implements TrainableLinearAdapter {
+  constructor(readonly segments: readonly { adapter: LoraAdapter | null; start: number; end: number }[]) {
+    let prev = 0;
+    for (const s of segments) {
+      if (!(Number.isInteger(s.start) && Number.isInteger(s.end) && s.start >= prev && s.end > s.start)) {
+        throw new LoraError(`routed adapter: row segments must be ordered, non-empty and disjoint, got [${s.start}, ${s.end}) after row ${prev}`);
+      }
+      prev = s.end;
+    }
+  }
+
+  private each(gpu: Gpu, T: number, tensors: (Tensor | null)[], run: (a: LoraAdapter, rows: (Tensor | null)[]) => void, writeBack: boolean[]): void {
+    const last = this.segments[this.segments.length - 1];
+    if (last && last.end > T) throw new LoraError(`routed adapter: segment [${last.start}, ${last.end}) past the batch's ${T} rows`);
+    for (const seg of this.segments) {
+      if (!seg.adapter) continue;
+      if (seg.start === 0 && seg.end === T) {
+        run(seg.adapter, tensors);
+        continue;
+      }
+      const n = seg.end - seg.start;
+      const rows = tensors.map((t) => {
+        if (!t) return null;
+        expectDtype('routed adapter', t, 'f32');
+        const w = t.shape[1]!;
+        const r = gpu.tensor([n, w], 'f32', `${t.label}.rows`);
+        gpu.copy(t, r, n * w * 4, seg.start * w * 4, 0);
+        return r;
+      });
+      run(seg.adapter, rows);
+      rows.forEach((r, i) => {
+        if (!r) return;
+        const t = tensors[i]!;
+        const w = t.shape[1]!;
+        if (writeBack[i]) gpu.copy(r, t, n * w * 4, 0, seg.start * w * 4);
+        r.release();
+      });
+    }
+  }
+
+  apply(gpu: Gpu, layer: number, module: LinearModule, x: Tensor, y: Tensor): void {
+    this.each(gpu, x.shape[0]!, [x, y], (a, [xs, ys]) => a.apply(gpu, layer, module, xs!, ys!), [false, true]);
+  }
+
+  backward(gpu: Gpu, layer: number, module: LinearModule, x: Tensor, dy: Tensor, dx: Tensor | null): void {
+    this.each(gpu, x.shape[0]!, [x, dy, dx], (a, [xs, dys, dxs]) => a.backward(gpu, layer, module, xs!, dys!, dxs), [false, false, true]);
+  }
+}
+
+// ---- full-parameter mode ----
+
+const LAYER_NAMES: Record<keyof LayerWeights, string> = {
+  inputNorm: 'input_layernorm',
+  postAttnNorm: 'post_attention_layernorm',
+  qNorm: 'self_attn.q_norm',
+  kNorm: 'self_attn.k_norm',
+  q: 'self_attn.q_proj',
+  k: 'self_attn.k_proj',
+  v: 'self_attn.v_proj',
+  o: 'self_attn.o_proj',
+  gate: 'mlp.gate_proj',
+  up: 'mlp.up_proj',
+  down: 'mlp.down_proj',
+};
+
+/** Hugging Face names of every distinct base weight (a tied lm_head is the embedding, listed once). */
+export function baseWeightNames(w: Qwen3Weights): { name: string; tensor: Tensor }[] {
+  const out = [{ name: 'model.embed_tokens.weight', tensor: w.embed }];
+  w.layers.forEach((l, i) => {
+    for (const k of Object.keys(LAYER_NAMES) as (keyof LayerWeights)[]) out.push({ name: `model.layers.${i}.${LAYER_NAMES[k]}.weight`, tensor: l[k] });
+  });
+  out.push({ name: 'model.norm.weight', tensor: w.norm });
+  if (w.lmHead !== w.embed) out.push({ name: 'lm_head.weight', tensor: w.lmHead });
+  if (out.length !== weightTensors(w).length) throw new LoraError('base weights: a tensor is shared unexpectedly (only a tied lm_head may be)');
+  return out;
+}
+
+/** Full-parameter training (small models): every base weight with a zeroed f32 gradient buffer. */
+export function fullParameters(gpu: Gpu, w: Qwen3Weights): TrainableParam[] {
+  return baseWeightNames(w).map(({ name, tensor }) => {
+    expectDtype(`full-parameter ${name}`, tensor, 'f32', 'f16');
+    return { name, param: tensor, grad: gpu.upload(new Float32Array(tensor.size), tensor.shape, 'f32', `${name}.grad`) };
+  });
+}

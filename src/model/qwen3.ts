@@ -1,0 +1,292 @@
+// The Qwen3 decoder, computed as Hugging Face's Qwen3ForCausalLM does, on packed batches of sequences:
+//   x = embed(ids)
+//   per layer:  x = x + o_proj(attention(rope(q_norm(q_proj(n))), rope(k_norm(k_proj(n))), v_proj(n))),  n = input_layernorm(x)
+//               x = x + down_proj(silu(gate_proj(m)) * up_proj(m)),                                           m = post_attention_layernorm(x)
+//   logits = lm_head(norm(x))      (lm_head is the embedding matrix when tied)
+// Activations are f32 [T, ·] with all sequences of the batch concatenated along T; weights are f16
+// (storage) or f32. Attention runs over the packed sequences (training, plain prefill) or, with a
+// paged KV cache, writes each new token's K/V and attends to everything cached (prefill chunks, decode).
+// The per-layer pieces are public so a backward with per-layer recomputation can call them and keep
+// the saved values it needs (rmsnorm rstd, attention lse) explicit.
+import type { Gpu } from '../gpu/gpu.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { attentionPaged, attentionPrefill, type AttentionDims } from '../kernels/attention.ts';
+import { add } from '../kernels/elementwise.ts';
+import { embedding } from '../kernels/embedding.ts';
+import { matmul } from '../kernels/matmul.ts';
+import { rmsnorm } from '../kernels/rmsnorm.ts';
+import { rope } from '../kernels/rope.ts';
+import { swiglu } from '../kernels/swiglu.ts';
+import type { LinearAdapter, LinearModule } from './adapter.ts';
+import type { Qwen3Config } from './config.ts';
+import type { KvCache, PagedBatch } from './kv-cache.ts';
+import { RopeTable } from './rope-table.ts';
+import type { Qwen3Weights } from './weights.ts';
+
+export class ModelInputError extends Error {
+  override name = 'ModelInputError';
+}
+
+/** The paged KV cache for a forward: the cache and the batch tables built for these tokens (kv.buildBatch). */
+export interface CacheBatch {
+  kv: KvCache;
+  batch: PagedBatch;
+}
+
+export interface ForwardBatch {
+  /** Token ids of all sequences concatenated, [T]; a u32 tensor for ids already on the GPU (sampled). */
+  ids: Uint32Array | Tensor;
+  /** Tokens of each sequence in this call (sum = T). */
+  seqLens: number[];
+  /** Position of each token; default 0..len-1 per sequence. Not with `cache`, whose batch has them. */
+  positions?: Uint32Array;
+  /** Write these tokens' K/V into the cache and attend to all cached tokens of their sequence. */
+  cache?: CacheBatch;
+}
+
+export interface ForwardOptions {
+  adapter?: LinearAdapter;
+  /** Only the last token of each sequence: logits [S, vocab]. */
+  lastOnly?: boolean;
+  /** Stop after the final norm: hidden [T or S, hidden] f32 (for chunked logprobs in training). */
+  hiddenOnly?: boolean;
+}
+
+/** What one forward of a batch shares across layers. */
+export interface LayerContext {
+  tokens: number;
+  numSeqs: number;
+  /** u32 [T] */
+  positions: Tensor;
+  /** u32 [S+1] cumulative offsets of the sequences in T (plain prefill attention). */
+  seqStarts: Tensor;
+  cache?: CacheBatch;
+  adapter?: LinearAdapter;
+}
+
+/** Every intermediate of one layer's forward, kept when a backward needs them. */
+export interface LayerSaved {
+  x: Tensor; // layer input [T, H]
+  attnNorm: Tensor; // input_layernorm(x) [T, H]
+  attnRstd: Tensor; // [T]
+  qPre: Tensor; // q_proj output before q_norm [T, nHeads, hd]
+  qRstd: Tensor; // [T * nHeads]
+  kPre: Tensor; // [T, nKv, hd]
+  kRstd: Tensor; // [T * nKv]
+  q: Tensor; // after q_norm and rope [T, nHeads, hd]
+  k: Tensor; // after k_norm and rope [T, nKv, hd]
+  v: Tensor; // [T, nKv, hd]
+  attn: Tensor; // attention output [T, nHeads * hd] (o_proj input)
+  lse: Tensor | null; // [T, nHeads] (plain prefill only; the paged path keeps none)
+  h: Tensor; // x + o_proj(attn) [T, H]
+  mlpNorm: Tensor; // post_attention_layernorm(h) [T, H]
+  mlpRstd: Tensor; // [T]
+  gate: Tensor; // [T, I]
+  up: Tensor; // [T, I]
+  act: Tensor; // silu(gate) * up [T, I]
+}
+
+export function releaseLayerSaved(s: LayerSaved): void {
+  const seen = new Set<GPUBuffer>();
+  for (const t of Object.values(s) as (Tensor | null)[]) {
+    if (t && !seen.has(t.buffer)) {
+      seen.add(t.buffer);
+      t.release();
+    }
+  }
+}
+
+export class Qwen3Model {
+  readonly dims: AttentionDims;
+  readonly rope: RopeTable;
+
+  constructor(
+    readonly gpu: Gpu,
+    readonly config: Qwen3Config,
+    readonly weights: Qwen3Weights,
+  ) {
+    const c = config;
+    if (weights.layers.length !== c.numLayers) throw new ModelInputError(`Qwen3Model: ${weights.layers.length} layers of weights, config has ${c.numLayers}`);
+    const e = weights.embed.shape;
+    if (e[0] !== c.vocabSize || e[1] !== c.hiddenSize) throw new ModelInputError(`Qwen3Model: ${weights.embed.label} is [${e}], config implies [${c.vocabSize},${c.hiddenSize}]`);
+    this.dims = { nHeads: c.numHeads, nKv: c.numKvHeads, headDim: c.headDim, scale: 1 / Math.sqrt(c.headDim) };
+    this.rope = new RopeTable(gpu, c.headDim, c.ropeTheta, Math.min(c.maxPositionEmbeddings, 256));
+  }
+
+  /** Logits f32 [T, vocab] ([S, vocab] with lastOnly; hidden [·, H] with hiddenOnly) of a packed batch. */
+  forward(batch: ForwardBatch, opts: ForwardOptions = {}): Tensor {
+    const ctx = this.context(batch, opts.adapter);
+    try {
+      let x = this.embed(batch.ids);
+      for (let i = 0; i < this.config.numLayers; i++) {
+        const next = this.layerForward(i, x, ctx);
+        x.release();
+        x = next;
+      }
+      if (opts.lastOnly) {
+        // The embedding gather picks rows of any [N, H] matrix: here the last token of each sequence.
+        const last = new Uint32Array(batch.seqLens.length);
+        let end = 0;
+        batch.seqLens.forEach((n, s) => (last[s] = (end += n) - 1));
+        const rows = embedding(this.gpu, x, last);
+        x.release();
+        x = rows;
+      }
+      const out = opts.hiddenOnly ? this.finalNorm(x) : this.logits(x);
+      x.release();
+      return out;
+    } finally {
+      this.releaseContext(ctx);
+    }
+  }
+
+  /** One decode step: one new token per sequence (ids [S]) against the paged cache; logits [S, vocab]. */
+  decode(ids: Uint32Array | Tensor, cache: CacheBatch, opts: { adapter?: LinearAdapter } = {}): Tensor {
+    const n = ids instanceof Uint32Array ? ids.length : ids.size;
+    if (cache.batch.numSeqs !== n) throw new ModelInputError(`decode: ${n} ids for a cache batch of ${cache.batch.numSeqs} sequences`);
+    return this.forward({ ids, seqLens: new Array<number>(n).fill(1), cache }, opts);
+  }
+
+  // ---- the pieces, in order ----
+
+  /** Uploads positions and sequence offsets shared by all layers; release with releaseContext. */
+  context(batch: ForwardBatch, adapter?: LinearAdapter): LayerContext {
+    const tokens = batch.ids instanceof Uint32Array ? batch.ids.length : batch.ids.size;
+    const { seqLens } = batch;
+    if (!seqLens.length || seqLens.some((n) => !Number.isInteger(n) || n < 1)) {
+      throw new ModelInputError(`forward: seqLens [${seqLens}] must be positive integers`);
+    }
+    const total = seqLens.reduce((a, b) => a + b, 0);
+    if (total !== tokens) throw new ModelInputError(`forward: seqLens sum to ${total} but there are ${tokens} ids`);
+    const starts = new Uint32Array(seqLens.length + 1);
+    seqLens.forEach((n, s) => (starts[s + 1] = starts[s]! + n));
+    const seqStarts = this.gpu.upload(starts, [starts.length], 'u32', 'seq_starts');
+    let positions: Tensor;
+    if (batch.cache) {
+      if (batch.positions) throw new ModelInputError('forward: positions come from the cache batch (qPositions); pass one or the other');
+      const b = batch.cache.batch;
+      if (b.numSeqs !== seqLens.length) throw new ModelInputError(`forward: cache batch has ${b.numSeqs} sequences, seqLens has ${seqLens.length}`);
+      if (b.qPositions.size !== tokens) throw new ModelInputError(`forward: cache batch has ${b.qPositions.size} query positions for ${tokens} tokens`);
+      this.checkPosition(b.maxSeqLen - 1);
+      positions = b.qPositions;
+    } else {
+      let pos = batch.positions;
+      if (pos) {
+        if (pos.length !== tokens) throw new ModelInputError(`forward: ${pos.length} positions for ${tokens} tokens`);
+      } else {
+        pos = new Uint32Array(tokens);
+        seqLens.forEach((n, s) => {
+          for (let i = 0; i < n; i++) pos![starts[s]! + i] = i;
+        });
+      }
+      this.checkPosition(pos.reduce((a, b) => Math.max(a, b), 0));
+      positions = this.gpu.upload(pos, [tokens], 'u32', 'positions');
+    }
+    return { tokens, numSeqs: seqLens.length, positions, seqStarts, cache: batch.cache, adapter };
+  }
+
+  releaseContext(ctx: LayerContext): void {
+    ctx.seqStarts.release();
+    if (!ctx.cache) ctx.positions.release();
+  }
+
+  private checkPosition(maxPos: number): void {
+    if (maxPos >= this.config.maxPositionEmbeddings) {
+      throw new ModelInputError(`forward: position ${maxPos} is beyond max_position_embeddings ${this.config.maxPositionEmbeddings}`);
+    }
+    this.rope.ensure(maxPos + 1);
+  }
+
+  /** x [T, H] f32 = embed_tokens[ids]. */
+  embed(ids: Uint32Array | Tensor): Tensor {
+    return embedding(this.gpu, this.weights.embed, ids);
+  }
+
+  /** y [T, out] = x·Wᵀ (+ the adapter's delta for this layer and module). */
+  linear(layer: number, module: LinearModule, x: Tensor, w: Tensor, ctx: LayerContext): Tensor {
+    const y = matmul(this.gpu, x, w, { transB: true, label: module });
+    ctx.adapter?.apply(this.gpu, layer, module, x, y);
+    return y;
+  }
+
+  /** One decoder layer: returns the new residual stream (x is not released). With `save`, every
+   * intermediate is kept there (the caller releases them with releaseLayerSaved). */
+  layerForward(i: number, x: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
+    const h = this.attentionBlock(i, x, ctx, save);
+    const out = this.mlpBlock(i, h, ctx, save);
+    if (save) save.h = h;
+    else h.release();
+    return out;
+  }
+
+  /** x + o_proj(attention(...)) for layer i. */
+  attentionBlock(i: number, x: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
+    const { gpu, config: c, dims } = this;
+    const w = this.weights.layers[i]!;
+    const T = ctx.tokens;
+    const eps = c.rmsNormEps;
+    const n = rmsnorm(gpu, x, w.inputNorm, eps);
+    const qPre = this.linear(i, 'q_proj', n.y, w.q, ctx).view([T, c.numHeads, c.headDim]);
+    const kPre = this.linear(i, 'k_proj', n.y, w.k, ctx).view([T, c.numKvHeads, c.headDim]);
+    const v = this.linear(i, 'v_proj', n.y, w.v, ctx).view([T, c.numKvHeads, c.headDim]);
+    const qn = rmsnorm(gpu, qPre, w.qNorm, eps);
+    const kn = rmsnorm(gpu, kPre, w.kNorm, eps);
+    const q = rope(gpu, qn.y, ctx.positions, this.rope);
+    const k = rope(gpu, kn.y, ctx.positions, this.rope);
+    let o: Tensor;
+    let lse: Tensor | null = null;
+    if (ctx.cache) {
+      const { kv, batch } = ctx.cache;
+      kv.write(i, k, v, batch.slots);
+      o = attentionPaged(gpu, q, kv, i, batch, dims);
+    } else {
+      ({ o, lse } = attentionPrefill(gpu, q, k, v, ctx.seqStarts, ctx.numSeqs, dims));
+    }
+    const attn = o.view([T, c.numHeads * c.headDim]);
+    const proj = this.linear(i, 'o_proj', attn, w.o, ctx);
+    const out = add(gpu, x, proj);
+    proj.release();
+    if (save) {
+      Object.assign(save, { x, attnNorm: n.y, attnRstd: n.rstd, qPre, qRstd: qn.rstd, kPre, kRstd: kn.rstd, q, k, v, attn, lse });
+    } else {
+      for (const t of [n.y, n.rstd, qPre, qn.rstd, kPre, kn.rstd, q, k, v, o]) t.release();
+      lse?.release();
+    }
+    return out;
+  }
+
+  /** h + down_proj(silu(gate_proj(m)) * up_proj(m)), m = post_attention_layernorm(h). */
+  mlpBlock(i: number, h: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
+    const gpu = this.gpu;
+    const w = this.weights.layers[i]!;
+    const m = rmsnorm(gpu, h, w.postAttnNorm, this.config.rmsNormEps);
+    const gate = this.linear(i, 'gate_proj', m.y, w.gate, ctx);
+    const up = this.linear(i, 'up_proj', m.y, w.up, ctx);
+    const act = swiglu(gpu, gate, up);
+    const down = this.linear(i, 'down_proj', act, w.down, ctx);
+    const out = add(gpu, h, down);
+    down.release();
+    if (save) Object.assign(save, { mlpNorm: m.y, mlpRstd: m.rstd, gate, up, act });
+    else for (const t of [m.y, m.rstd, gate, up, act]) t.release();
+    return out;
+  }
+
+  /** model.norm(x) [rows, H]. */
+  finalNorm(x: Tensor): Tensor {
+    const { y, rstd } = rmsnorm(this.gpu, x, this.weights.norm, this.config.rmsNormEps);
+    rstd.release();
+    return y;
+  }
+
+  /** lm_head(norm(x)): f32 [rows, vocab]. */
+  logits(x: Tensor): Tensor {
+    const xn = this.finalNorm(x);
+    const out = matmul(this.gpu, xn, this.weights.lmHead, { transB: true, label: 'lm_head' });
+    xn.release();
+    return out;
+  }
+
+  release(): void {
+    this.rope.release();
+  }
+}

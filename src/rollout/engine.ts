@@ -1,0 +1,426 @@
+// The rollout engine: workflows call generate(role, prompt, options) as ordinary async calls; one
+// scheduling loop gathers every pending call (all roles, episodes and rollouts of a step) and runs
+// them together — a batched prefill for newly admitted sequences, then batched decode steps that
+// sequences join and leave as they start and finish (continuous batching). K/V live in a paged cache
+// under a memory budget; full prompt pages are shared between sequences with the same prefix; when
+// pages run out the newest sequence is preempted and later recomputed. Each row of a batch runs its
+// role's own LoRA adapter (or none), and draws tokens on the GPU from its own seeded stream.
+import type { Gpu } from '../gpu/gpu.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { type SamplingRow, sampleTokens } from '../kernels/sample.ts';
+import { KvCache, type PagedSeq, releaseBatch } from '../model/kv-cache.ts';
+import type { AdapterSet, LoraAdapter } from '../model/lora.ts';
+import type { Qwen3Model } from '../model/qwen3.ts';
+import type { ChatMessage, Qwen3Tokenizer } from '../model/tokenizer.ts';
+import { PrefixCache } from './prefix-cache.ts';
+
+export class RolloutError extends Error {
+  override name = 'RolloutError';
+}
+
+export interface GenerateOptions {
+  /** Default 256. Exact when no stop condition is met first. */
+  maxNewTokens?: number;
+  /** 0 = greedy. Default 1. */
+  temperature?: number;
+  /** Default 1 (no nucleus truncation). */
+  topP?: number;
+  /** Same seed and stream → same tokens, whatever else shares the batch. Default 0. */
+  seed?: number;
+  /** Independent stream under one seed (the k-th of n samples). Default 0. */
+  stream?: number;
+  /** Stop strings: generation ends when the text contains one (the text is cut before it). */
+  stop?: string[];
+  /** Keep going past EOS / <|im_end|>. */
+  ignoreEos?: boolean;
+  signal?: AbortSignal;
+  /** Ends the call (finishReason 'timeout') after this long, queueing included. */
+  timeoutMs?: number;
+}
+
+export type FinishReason = 'stop' | 'length' | 'abort' | 'timeout';
+
+export interface GenerateResult {
+  role: string;
+  adapter: string | null;
+  promptIds: number[];
+  /** New tokens only. */
+  ids: number[];
+  text: string;
+  /** log softmax(logits / T) of each new token (GRPO's logp_old); greedy rows use T = 1. */
+  logprobs: number[];
+  finishReason: FinishReason;
+  /** Which stop token or string ended it, when finishReason is 'stop'. */
+  stoppedBy?: string;
+  timing: { queuedMs: number; totalMs: number; preemptions: number };
+}
+
+export interface EngineOptions {
+  /** The role → adapter bindings are made with setRole; adapters come from this set. */
+  adapters?: AdapterSet;
+  /** Bytes of K/V cache over all layers (default 256 MiB). */
+  kvBudgetBytes?: number;
+  pageSize?: number;
+  /** Most sequences decoding at once (default 256). */
+  maxBatchSeqs?: number;
+  /** Most prompt tokens in one prefill (default 4096). */
+  maxPrefillTokens?: number;
+  prefixSharing?: boolean;
+  /** Token ids that end a sequence (default: the model's eos ids plus <|im_end|> and <|endoftext|>). */
+  stopIds?: number[];
+  kvDtype?: 'f16' | 'f32';
+}
+
+interface Sequence {
+  role: string;
+  adapter: string | null;
+  promptIds: number[];
+  ids: number[];
+  logprobs: number[];
+  opts: Required<Pick<GenerateOptions, 'maxNewTokens' | 'temperature' | 'topP' | 'seed' | 'stream'>> & GenerateOptions;
+  pages: number[];
+  /** Tokens of promptIds + ids whose K/V are in the cache. */
+  cached: number;
+  /** Pages that came from the prefix cache at admission, and the prefix key of the last of them. */
+  sharedPages: number;
+  prefixKey: string;
+  queuedAt: number;
+  admittedAt: number;
+  preemptions: number;
+  done: (r: GenerateResult) => void;
+  fail: (e: Error) => void;
+  ended: FinishReason | null;
+  stoppedBy?: string;
+  timer?: ReturnType<typeof setTimeout>;
+}
+
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
+
+export class RolloutEngine {
+  readonly kv: KvCache;
+  private readonly prefix: PrefixCache | null;
+  private readonly roles = new Map<string, string | null>();
+  private readonly versions = new Map<string, number>();
+  private readonly waiting: Sequence[] = [];
+  private readonly running: Sequence[] = [];
+  private pumping: Promise<void> | null = null;
+  private readonly stopIds: Set<number>;
+  private readonly opts: Required<Omit<EngineOptions, 'adapters' | 'stopIds' | 'kvBudgetBytes' | 'kvDtype'>>;
+  readonly stats = { prefills: 0, decodeSteps: 0, tokens: 0, preemptions: 0, maxConcurrent: 0 };
+
+  constructor(
+    readonly model: Qwen3Model,
+    readonly tokenizer: Qwen3Tokenizer | null,
+    private readonly options: EngineOptions = {},
+  ) {
+    const c = model.config;
+    const pageSize = options.pageSize ?? 16;
+    const dtype = options.kvDtype ?? 'f16';
+    const numPages = KvCache.pagesForBudget(options.kvBudgetBytes ?? 256 * 2 ** 20, { layers: c.numLayers, nKv: c.numKvHeads, headDim: c.headDim, pageSize, dtype: model.gpu.f16 ? dtype : 'f32' });
+    if (numPages < 2) throw new RolloutError(`RolloutEngine: a KV budget of ${options.kvBudgetBytes} bytes holds fewer than 2 pages`);
+    this.kv = new KvCache(model.gpu, { layers: c.numLayers, nKv: c.numKvHeads, headDim: c.headDim, pageSize, numPages, dtype });
+    this.prefix = options.prefixSharing === false ? null : new PrefixCache(this.kv);
+    this.opts = { pageSize, maxBatchSeqs: options.maxBatchSeqs ?? 256, maxPrefillTokens: options.maxPrefillTokens ?? 4096, prefixSharing: options.prefixSharing ?? true };
+    const ids = options.stopIds ?? [...c.eosTokenIds, ...(tokenizer ? [tokenizer.imEndId, tokenizer.endOfTextId] : [])];
+    this.stopIds = new Set(ids);
+  }
+
+  get gpu(): Gpu {
+    return this.model.gpu;
+  }
+
+  /** Binds a role to an adapter of the set (null: the base model, e.g. a frozen role). */
+  setRole(role: string, adapter: string | null): void {
+    if (adapter !== null && !this.options.adapters?.has(adapter)) throw new RolloutError(`setRole(${role}): no adapter named ${adapter}`);
+    this.roles.set(role, adapter);
+  }
+
+  /** Call after an adapter's weights change: cached prefixes computed with the old weights stop matching. */
+  adapterUpdated(name: string): void {
+    this.versions.set(name, (this.versions.get(name) ?? 0) + 1);
+  }
+
+  /** Pages neither a sequence nor the prefix cache holds. */
+  get freePages(): number {
+    return this.kv.freePages;
+  }
+
+  clearPrefixCache(): void {
+    this.prefix?.clear();
+  }
+
+  generate(role: string, prompt: readonly ChatMessage[] | readonly number[] | string, options: GenerateOptions = {}): Promise<GenerateResult> {
+    const promptIds = this.promptIds(prompt);
+    const maxNewTokens = options.maxNewTokens ?? 256;
+    if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1) throw new RolloutError(`generate(${role}): maxNewTokens must be a positive integer, got ${maxNewTokens}`);
+    const maxPos = this.model.config.maxPositionEmbeddings;
+    if (promptIds.length + maxNewTokens > maxPos) {
+      throw new RolloutError(`generate(${role}): ${promptIds.length} prompt + ${maxNewTokens} new tokens exceed max_position_embeddings ${maxPos}`);
+    }
+    const vocab = this.model.config.vocabSize;
+    const bad = promptIds.find((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
+    if (bad !== undefined) throw new RolloutError(`generate(${role}): token id ${bad} outside the vocabulary [0, ${vocab})`);
+    const pagesNeeded = Math.ceil((promptIds.length + maxNewTokens) / this.kv.pageSize);
+    if (pagesNeeded > this.kv.numPages) {
+      throw new RolloutError(`generate(${role}): needs ${pagesNeeded} KV pages, the cache has ${this.kv.numPages}: raise kvBudgetBytes`);
+    }
+    const adapter = this.roles.has(role) ? this.roles.get(role)! : null;
+    return new Promise<GenerateResult>((done, fail) => {
+      const seq: Sequence = {
+        role,
+        adapter,
+        promptIds,
+        ids: [],
+        logprobs: [],
+        opts: { ...options, maxNewTokens, temperature: options.temperature ?? 1, topP: options.topP ?? 1, seed: options.seed ?? 0, stream: options.stream ?? 0 },
+        pages: [],
+        cached: 0,
+        sharedPages: 0,
+        prefixKey: '',
+        queuedAt: now(),
+        admittedAt: 0,
+        preemptions: 0,
+        done,
+        fail,
+        ended: null,
+      };
+      if (options.signal?.aborted) return this.finishNow(seq, 'abort');
+      options.signal?.addEventListener('abort', () => this.endEarly(seq, 'abort'), { once: true });
+      if (options.timeoutMs !== undefined) seq.timer = setTimeout(() => this.endEarly(seq, 'timeout'), options.timeoutMs);
+      this.waiting.push(seq);
+      this.pump();
+    });
+  }
+
+  private promptIds(prompt: readonly ChatMessage[] | readonly number[] | string): number[] {
+    if (typeof prompt === 'string' || (prompt.length && typeof prompt[0] === 'object')) {
+      if (!this.tokenizer) throw new RolloutError('generate: text prompts need a tokenizer');
+      return typeof prompt === 'string' ? this.tokenizer.encode(prompt) : this.tokenizer.encodeChat(prompt as ChatMessage[]);
+    }
+    if (!prompt.length) throw new RolloutError('generate: empty prompt');
+    return [...(prompt as number[])];
+  }
+
+  // ---- scheduling ----
+
+  private pump(): void {
+    if (this.pumping) return;
+    this.pumping = (async () => {
+      try {
+        while (this.waiting.length || this.running.length) {
+          // Let calls made in the same tick join this step.
+          await new Promise((r) => setTimeout(r, 0));
+          this.reapEnded();
+          const admitted = this.admit();
+          if (admitted.length) await this.prefill(admitted);
+          else if (this.running.length) await this.decodeStep();
+        }
+      } catch (e) {
+        const err = e instanceof Error ? e : new Error(String(e));
+        for (const s of [...this.waiting.splice(0), ...this.running.splice(0)]) {
+          this.releasePages(s);
+          s.fail(err);
+        }
+      } finally {
+        this.pumping = null;
+      }
+    })();
+  }
+
+  private root(adapter: string | null): string {
+    return adapter === null ? 'base' : `${adapter}@${this.versions.get(adapter) ?? 0}`;
+  }
+
+  /** Moves waiting sequences into the batch while pages, batch slots and the prefill budget allow. */
+  private admit(): Sequence[] {
+    const admitted: Sequence[] = [];
+    let prefillTokens = 0;
+    while (this.waiting.length && this.running.length + admitted.length < this.opts.maxBatchSeqs) {
+      const s = this.waiting[0]!;
+      const tokens = [...s.promptIds, ...s.ids];
+      const match = this.prefix?.match(this.root(s.adapter), tokens) ?? { pages: [], key: '' };
+      const cached = match.pages.length * this.kv.pageSize;
+      const newTokens = tokens.length - cached;
+      // Room for the prompt and one page to grow into, so admission does not thrash.
+      const need = Math.ceil((tokens.length + 1) / this.kv.pageSize) - match.pages.length;
+      if (admitted.length && prefillTokens + newTokens > this.opts.maxPrefillTokens) {
+        this.kv.release(match.pages);
+        break;
+      }
+      this.prefix?.evict(need);
+      if (this.kv.freePages < need) {
+        this.kv.release(match.pages);
+        break;
+      }
+      this.waiting.shift();
+      s.pages = [...match.pages, ...this.kv.allocate(need)];
+      s.cached = cached;
+      s.admittedAt ||= now();
+      s.sharedPages = match.pages.length;
+      s.prefixKey = match.key;
+      prefillTokens += newTokens;
+      admitted.push(s);
+    }
+    return admitted;
+  }
+
+  /** Orders sequences so rows of one adapter are contiguous, and builds the routed adapter. */
+  private routed(seqs: Sequence[], rowsOf: (s: Sequence) => number) {
+    const set = this.options.adapters;
+    const segments: { adapter: LoraAdapter | null; start: number; end: number }[] = [];
+    let row = 0;
+    for (const s of seqs) {
+      const n = rowsOf(s);
+      const last = segments[segments.length - 1];
+      const a = s.adapter === null ? null : set!.get(s.adapter);
+      if (last && last.adapter === a) last.end += n;
+      else segments.push({ adapter: a, start: row, end: row + n });
+      row += n;
+    }
+    if (!set || segments.every((g) => g.adapter === null)) return undefined;
+    return set.routed(segments.filter((g) => g.adapter !== null).map((g) => ({ adapter: g.adapter!.name, start: g.start, end: g.end })));
+  }
+
+  private byAdapter(seqs: Sequence[]): Sequence[] {
+    return [...seqs].sort((a, b) => (a.adapter ?? '').localeCompare(b.adapter ?? ''));
+  }
+
+  private async prefill(admittedIn: Sequence[]): Promise<void> {
+    const admitted = this.byAdapter(admittedIn);
+    const tokensOf = (s: Sequence) => [...s.promptIds, ...s.ids];
+    const seqs: PagedSeq[] = admitted.map((s) => ({ pages: s.pages, cachedLen: s.cached, newTokens: tokensOf(s).length - s.cached }));
+    const ids = Uint32Array.from(admitted.flatMap((s) => tokensOf(s).slice(s.cached)));
+    const batch = this.kv.buildBatch(seqs);
+    const adapter = this.routed(admitted, (s) => tokensOf(s).length - s.cached);
+    const logits = this.model.forward({ ids, seqLens: seqs.map((q) => q.newTokens), cache: { kv: this.kv, batch } }, { adapter, lastOnly: true });
+    releaseBatch(batch);
+    for (const s of admitted) {
+      s.cached = s.promptIds.length + s.ids.length;
+      // Only prompt pages are shared: generated tokens differ between rollouts.
+      this.prefix?.insert(s.promptIds, s.pages, s.sharedPages, s.prefixKey);
+    }
+    this.stats.prefills++;
+    this.running.push(...admitted);
+    await this.sampleAndAdvance(admitted, logits);
+  }
+
+  private async decodeStep(): Promise<void> {
+    // Every running sequence needs room for one more token; preempt the newest when pages run out.
+    for (const s of [...this.running]) {
+      if (!this.running.includes(s)) continue;
+      if (s.cached + 1 <= s.pages.length * this.kv.pageSize) continue;
+      this.prefix?.evict(1);
+      while (this.kv.freePages < 1 && this.running.length > 1) this.preempt(this.running[this.running.length - 1]!);
+      if (!this.running.includes(s)) continue;
+      if (this.kv.freePages < 1) throw new RolloutError(`KV cache exhausted: ${this.kv.numPages} pages cannot hold one sequence of ${s.cached + 1} tokens`);
+      s.pages.push(...this.kv.allocate(1));
+    }
+    if (!this.running.length) return;
+    const seqs = this.byAdapter(this.running);
+    const batch = this.kv.buildBatch(seqs.map((s) => ({ pages: s.pages, cachedLen: s.cached, newTokens: 1 })));
+    const ids = Uint32Array.from(seqs.map((s) => s.ids[s.ids.length - 1]!));
+    const logits = this.model.decode(ids, { kv: this.kv, batch }, { adapter: this.routed(seqs, () => 1) });
+    releaseBatch(batch);
+    for (const s of seqs) s.cached++;
+    this.stats.decodeSteps++;
+    this.stats.maxConcurrent = Math.max(this.stats.maxConcurrent, seqs.length);
+    await this.sampleAndAdvance(seqs, logits);
+  }
+
+  private preempt(s: Sequence): void {
+    this.running.splice(this.running.indexOf(s), 1);
+    this.releasePages(s);
+    s.cached = 0;
+    s.preemptions++;
+    this.stats.preemptions++;
+    this.waiting.unshift(s);
+  }
+
+  private async sampleAndAdvance(seqs: Sequence[], logits: Tensor): Promise<void> {
+    const rows: SamplingRow[] = seqs.map((s) => ({ temperature: s.opts.temperature, topP: s.opts.topP, seed: s.opts.seed, stream: s.opts.stream, step: s.ids.length }));
+    const out = sampleTokens(this.gpu, logits, rows);
+    const [tokens, logprobs] = await Promise.all([this.gpu.read(out.tokens), this.gpu.readF32(out.logprobs)]);
+    logits.release();
+    out.tokens.release();
+    out.logprobs.release();
+    seqs.forEach((s, i) => {
+      if (s.ended) return;
+      const t = tokens[i]!;
+      s.ids.push(t);
+      s.logprobs.push(logprobs[i]!);
+      this.stats.tokens++;
+      this.checkStop(s, t);
+    });
+    this.reapEnded();
+  }
+
+  private checkStop(s: Sequence, token: number): void {
+    if (!s.opts.ignoreEos && this.stopIds.has(token)) {
+      s.ended = 'stop';
+      s.stoppedBy = this.tokenizer?.decode([token]) ?? String(token);
+    } else if (s.opts.stop?.length && this.tokenizer) {
+      const text = this.tokenizer.decode(s.ids, { skipSpecialTokens: true });
+      const hit = s.opts.stop.find((x) => text.includes(x));
+      if (hit !== undefined) {
+        s.ended = 'stop';
+        s.stoppedBy = hit;
+      }
+    }
+    if (!s.ended && s.ids.length >= s.opts.maxNewTokens) s.ended = 'length';
+  }
+
+  /** Resolves and frees every sequence that ended (finished, aborted or timed out). */
+  private reapEnded(): void {
+    for (const list of [this.running, this.waiting]) {
+      for (let i = list.length - 1; i >= 0; i--) {
+        const s = list[i]!;
+        if (!s.ended) continue;
+        list.splice(i, 1);
+        this.finishNow(s, s.ended);
+      }
+    }
+  }
+
+  /** Marks a sequence for ending; a queued one ends at once, a running one at the next step boundary. */
+  private endEarly(s: Sequence, reason: FinishReason): void {
+    if (s.ended) return;
+    s.ended = reason;
+    const w = this.waiting.indexOf(s);
+    if (w >= 0) {
+      this.waiting.splice(w, 1);
+      this.finishNow(s, reason);
+    }
+  }
+
+  private releasePages(s: Sequence): void {
+    if (s.pages.length) this.kv.release(s.pages);
+    s.pages = [];
+  }
+
+  private finishNow(s: Sequence, reason: FinishReason): void {
+    if (s.timer) clearTimeout(s.timer);
+    this.releasePages(s);
+    let text = this.tokenizer?.decode(s.ids, { skipSpecialTokens: true }) ?? '';
+    if (reason === 'stop' && s.stoppedBy && s.opts.stop?.includes(s.stoppedBy)) text = text.slice(0, text.indexOf(s.stoppedBy));
+    const t = now();
+    s.done({
+      role: s.role,
+      adapter: s.adapter,
+      promptIds: s.promptIds,
+      ids: s.ids,
+      text,
+      logprobs: s.logprobs,
+      finishReason: reason,
+      stoppedBy: reason === 'stop' ? s.stoppedBy : undefined,
+      timing: { queuedMs: (s.admittedAt || t) - s.queuedAt, totalMs: t - s.queuedAt, preemptions: s.preemptions },
+    });
+  }
+
+  /** Ends every call (finishReason 'abort') and frees the cache. */
+  async close(): Promise<void> {
+    for (const s of [...this.waiting, ...this.running]) this.endEarly(s, 'abort');
+    await this.pumping;
+    this.reapEnded();
+    this.prefix?.clear();
+  }
+}

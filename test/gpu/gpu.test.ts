@@ -1,0 +1,220 @@
+// The GPU layer itself: errors that name the kernel or buffer, the buffer pool and its counters,
+// uniform packing (also across many dispatches of one batch), a destroyed device, disabled features.
+import { describe, expect, it } from 'vitest';
+import { GpuDeviceLostError, GpuError, GpuLimitError, GpuValidationError } from '../../src/gpu/errors.ts';
+import { Gpu, variantHeader } from '../../src/gpu/gpu.ts';
+import { sizeClass } from '../../src/gpu/pool.ts';
+import { u32s, Uniforms } from '../../src/gpu/uniforms.ts';
+import { add, scale } from '../../src/kernels/elementwise.ts';
+import { testGpu } from '../helpers/gpu.ts';
+import { randn } from '../helpers/random.ts';
+import { addRef, scaleRef } from '../ref/elementwise.ts';
+
+describe('gpu errors', () => {
+  it('WGSL that does not compile -> GpuValidationError naming the shader and entry point', async () => {
+    const gpu = await testGpu();
+    const a = gpu.upload(randn(8, 1), [8], 'f32', 'a');
+    const out = gpu.tensor([8], 'f32', 'out');
+    // An alias to a type that does not exist: the module fails to compile.
+    gpu.dispatch({ shader: 'elementwise', entry: 'add', variant: { aliases: { T: 'vec5<f32>' } }, uniforms: u32s(8, 0, 1, 0), bindings: [a, a, out], workgroups: [1], label: 'broken_add' });
+    await expect(gpu.sync()).rejects.toThrow(GpuValidationError);
+    gpu.dispatch({ shader: 'elementwise', entry: 'add', variant: { aliases: { T: 'vec5<f32>' } }, uniforms: u32s(8, 0, 1, 0), bindings: [a, a, out], workgroups: [1] });
+    await expect(gpu.sync()).rejects.toThrow(/elementwise:add/);
+  });
+
+  it('an entry point that does not exist -> GpuValidationError naming it', async () => {
+    const gpu = await testGpu();
+    const a = gpu.upload(randn(8, 2), [8], 'f32', 'a');
+    gpu.dispatch({ shader: 'elementwise', entry: 'no_such_entry', variant: { aliases: { T: 'f32' } }, bindings: [a], workgroups: [1] });
+    await expect(gpu.sync()).rejects.toThrow(/elementwise:no_such_entry/);
+  });
+
+  it('an unknown shader -> GpuError naming it', async () => {
+    const gpu = await testGpu();
+    expect(() => gpu.dispatch({ shader: 'no_such_shader', bindings: [], workgroups: [1] })).toThrow(/no_such_shader/);
+  });
+
+  it('a batch that fails validation names its kernels, and the Gpu stays usable', async () => {
+    const gpu = await testGpu();
+    const a = gpu.upload(randn(64, 3), [64], 'f32', 'aliased');
+    // The same buffer bound read-only and writable in one dispatch is a validation error on Dawn and wgpu.
+    add(gpu, a, a, a);
+    const err = await gpu.sync().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(GpuValidationError);
+    expect((err as Error).message).toMatch(/\badd\b/);
+    const x = randn(100, 4);
+    const y = randn(100, 5);
+    const sum = add(gpu, gpu.upload(x, [100], 'f32', 'x'), gpu.upload(y, [100], 'f32', 'y'));
+    expect(await gpu.readF32(sum)).toEqual(addRef(x, y));
+  });
+
+  it('workgroups over the limit -> GpuLimitError naming the kernel', async () => {
+    const gpu = await testGpu();
+    const a = gpu.upload(randn(8, 6), [8], 'f32', 'a');
+    const over = gpu.limits.maxComputeWorkgroupsPerDimension + 1;
+    expect(() => gpu.dispatch({ shader: 'elementwise', entry: 'scale', variant: { aliases: { T: 'f32' } }, uniforms: u32s(8, 0, 1, 0), bindings: [a, null, a], workgroups: [1, over], label: 'huge_scale' })).toThrow(
+      GpuLimitError,
+    );
+    expect(() => gpu.dispatch({ shader: 'elementwise', entry: 'scale', bindings: [a, null, a], workgroups: [over], label: 'huge_scale' })).toThrow(/huge_scale/);
+  });
+
+  it('a binding over maxStorageBufferBindingSize -> GpuLimitError naming the kernel and buffer', async () => {
+    const gpu = await testGpu();
+    const a = gpu.upload(randn(8, 7), [8], 'f32', 'small');
+    const size = gpu.limits.maxStorageBufferBindingSize + 4;
+    const bind = () => gpu.dispatch({ shader: 'elementwise', entry: 'scale', variant: { aliases: { T: 'f32' } }, bindings: [{ buffer: a.buffer, size }, null, a], workgroups: [1], label: 'wide_scale' });
+    expect(bind).toThrow(GpuLimitError);
+    expect(bind).toThrow(/wide_scale.*binding 1.*small/);
+  });
+
+  it('a tensor over maxBufferSize -> GpuLimitError naming the buffer', async () => {
+    const gpu = await testGpu();
+    const n = Math.floor(gpu.limits.maxBufferSize / 4) + 1024;
+    expect(() => gpu.tensor([n], 'f32', 'giant_weights')).toThrow(GpuLimitError);
+    expect(() => gpu.tensor([n], 'f32', 'giant_weights')).toThrow(/giant_weights/);
+  });
+
+  it('binding a released tensor -> GpuError naming the kernel and tensor', async () => {
+    const gpu = await testGpu();
+    const a = gpu.upload(randn(8, 8), [8], 'f32', 'freed_tensor');
+    const b = gpu.upload(randn(8, 9), [8], 'f32', 'b');
+    a.release();
+    expect(() => add(gpu, a, b)).toThrow(GpuError);
+    expect(() => add(gpu, a, b)).toThrow(/add.*freed_tensor.*released/);
+    // Its buffer may already belong to another tensor: reads, writes and copies are refused too.
+    await expect(gpu.read(a)).rejects.toThrow(/freed_tensor.*released/);
+    expect(() => gpu.write(a, randn(8, 10))).toThrow(/freed_tensor.*released/);
+    expect(() => gpu.copy(b, a)).toThrow(/freed_tensor.*released/);
+    expect(() => gpu.copy(a, b)).toThrow(/freed_tensor.*released/);
+  });
+
+  it('writes past the end and reads of the wrong dtype name the tensor', async () => {
+    const gpu = await testGpu();
+    const t = gpu.tensor([4], 'f32', 'four');
+    expect(() => gpu.write(t, new Float32Array(1000))).toThrow(/four/);
+    const ids = gpu.upload(new Uint32Array([1, 2, 3]), [3], 'u32', 'ids');
+    await expect(gpu.readF32(ids)).rejects.toThrow(/ids/);
+    expect(Array.from(await gpu.read(ids))).toEqual([1, 2, 3]);
+  });
+});
+
+describe('buffer pool', () => {
+  it('reuses a released buffer of the same size class and counts bytes', async () => {
+    const gpu = await testGpu();
+    const m = gpu.memory;
+    const bytes = sizeClass(1000 * 4);
+    const before = { live: m.liveBytes, pooled: m.pooledBytes, buffers: m.buffers };
+    const t1 = gpu.tensor([1000], 'f32', 'first');
+    expect(m.liveBytes - before.live).toBe(bytes);
+    const buffer = t1.buffer;
+    t1.release();
+    t1.release(); // a second release is a no-op
+    expect(m.liveBytes).toBe(before.live);
+    expect(m.pooledBytes - before.pooled).toBe(bytes);
+    const buffersAfterFirst = m.buffers;
+    const t2 = gpu.tensor([999], 'f32', 'second'); // same size class
+    expect(t2.buffer).toBe(buffer);
+    expect(m.buffers).toBe(buffersAfterFirst);
+    expect(m.pooledBytes).toBe(before.pooled);
+    expect(m.peakBytes).toBeGreaterThanOrEqual(m.liveBytes + m.pooledBytes);
+    const t3 = gpu.tensor([1000], 'f32', 'third'); // nothing free of that class: a new buffer
+    expect(t3.buffer).not.toBe(buffer);
+    expect(m.buffers).toBe(buffersAfterFirst + 1);
+    // A reused buffer holds what is written to it, not the old contents.
+    const x = randn(999, 10);
+    gpu.write(t2, x);
+    expect(await gpu.readF32(t2)).toEqual(x);
+    t2.release();
+    t3.release();
+  });
+
+  it('size classes round up by at most 1/8 and trim destroys pooled buffers', async () => {
+    for (const n of [1, 255, 256, 257, 65536, 65537, 1_000_003, 123_456_789]) {
+      const c = sizeClass(n);
+      expect(c).toBeGreaterThanOrEqual(n);
+      expect(c % 4).toBe(0);
+      if (n > 65536) expect(c / n).toBeLessThanOrEqual(1.125);
+    }
+    const gpu = await Gpu.create();
+    gpu.tensor([5000], 'f32', 'kept');
+    gpu.tensor([7000], 'f32', 'dropped').release();
+    expect(gpu.memory.buffers).toBe(2);
+    gpu.pool.trim();
+    expect(gpu.memory.buffers).toBe(1);
+    expect(gpu.memory.pooledBytes).toBe(0);
+    expect(gpu.memory.liveBytes).toBe(sizeClass(5000 * 4));
+    gpu.destroy();
+  });
+});
+
+describe('uniforms', () => {
+  it('packs 4-byte scalars little-endian in order, padded to 16 bytes', () => {
+    const bytes = new Uniforms().u32(7).f32(-1.5).i32(-3).u32(0xffffffff).u32(9).bytes();
+    expect(bytes.length).toBe(32);
+    const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    expect(v.getUint32(0, true)).toBe(7);
+    expect(v.getFloat32(4, true)).toBe(-1.5);
+    expect(v.getInt32(8, true)).toBe(-3);
+    expect(v.getUint32(12, true)).toBe(0xffffffff);
+    expect(v.getUint32(16, true)).toBe(9);
+    expect(new Uniforms().bytes().length).toBe(16);
+    expect(u32s(1, 2, 3).bytes().length).toBe(16);
+  });
+
+  it('rejects values a u32 or i32 cannot hold', () => {
+    expect(() => new Uniforms().u32(-1)).toThrow(RangeError);
+    expect(() => new Uniforms().u32(2 ** 32)).toThrow(RangeError);
+    expect(() => new Uniforms().u32(1.5)).toThrow(RangeError);
+    expect(() => new Uniforms().i32(0.5)).toThrow(RangeError);
+  });
+
+  it('every dispatch of a batch sees its own uniforms (more than one 64 KiB chunk)', async () => {
+    const gpu = await testGpu();
+    const n = 33;
+    const x = randn(n, 11);
+    const src = gpu.upload(x, [n], 'f32', 'src');
+    // 300 dispatches x 256-byte offset alignment > 64 KiB: the batch spills into a second uniform chunk.
+    const factors = Array.from({ length: 300 }, (_, i) => 0.5 + i / 64);
+    const outs = factors.map((f, i) => scale(gpu, src, f, gpu.tensor([n], 'f32', `scaled${i}`)));
+    const want = factors.map((f) => scaleRef(x, f));
+    for (const i of [0, 1, 150, 255, 256, 299]) {
+      const got = await gpu.readF32(outs[i]!);
+      for (let j = 0; j < n; j++) expect(got[j]!).toBeCloseTo(want[i]![j]!, 5);
+    }
+    for (const o of outs) o.release();
+  });
+
+  it('variant headers: enables, aliases and constants', () => {
+    expect(variantHeader({ aliases: { T: 'f16' }, consts: { TILE: 16, SCALE: 0.5, FAST: true } })).toBe(
+      'enable f16;\nalias T = f16;\nconst TILE = 16;\nconst SCALE = 0.5f;\nconst FAST = true;\n',
+    );
+    expect(variantHeader(undefined)).toBe('');
+  });
+});
+
+describe('device', () => {
+  it('use after destroy() -> GpuDeviceLostError', async () => {
+    const gpu = await Gpu.create();
+    const t = gpu.upload(randn(16, 12), [16], 'f32', 'survivor');
+    gpu.destroy();
+    expect(() => gpu.tensor([4], 'f32', 'late')).toThrow(GpuDeviceLostError);
+    expect(() => scale(gpu, t, 2)).toThrow(GpuDeviceLostError);
+    await expect(gpu.read(t)).rejects.toThrow(GpuDeviceLostError);
+    await expect(gpu.sync()).rejects.toThrow(/destroy/);
+  });
+
+  it('shader-f16 can be disabled', async () => {
+    const gpu = await testGpu();
+    expect(gpu.f16).toBe(gpu.adapter.features.has('shader-f16'));
+    const no16 = await Gpu.create({ disable: ['shader-f16'] });
+    expect(no16.f16).toBe(false);
+    expect(no16.report.features).not.toContain('shader-f16');
+    // f32 kernels still run on it.
+    const x = randn(50, 13);
+    expect(await no16.readF32(scale(no16, no16.upload(x, [50], 'f32', 'x'), 3))).toEqual(scaleRef(x, 3));
+    no16.destroy();
+  });
+});

@@ -1,0 +1,84 @@
+// Tiny random Qwen3 models for model tests: a config, seeded CPU weights under Hugging Face names (for
+// the CPU reference), and the same weights uploaded as Qwen3Weights; fixture reading helpers.
+import { readFile } from 'node:fs/promises';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import type { Qwen3Config } from '../../src/model/config.ts';
+import { readSafetensorsBytes } from '../../src/model/safetensors.ts';
+import { expectedTensors, type Qwen3Weights } from '../../src/model/weights.ts';
+import { randn } from './random.ts';
+import type { WeightMap } from '../ref/qwen3.ts';
+
+export function tinyConfig(over: Partial<Qwen3Config> = {}): Qwen3Config {
+  return {
+    hiddenSize: 32,
+    intermediateSize: 56,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 12,
+    rmsNormEps: 1e-6,
+    ropeTheta: 10000,
+    tieWordEmbeddings: true,
+    vocabSize: 97,
+    maxPositionEmbeddings: 512,
+    bosTokenId: 1,
+    eosTokenIds: [2],
+    torchDtype: 'float32',
+    ...over,
+  };
+}
+
+/** Seeded weights: matrices N(0, 0.15²) (so attention is not uniform), norms 1 + N(0, 0.2²). */
+export function randomWeightMap(c: Qwen3Config, seed: number): WeightMap {
+  const m: WeightMap = new Map();
+  expectedTensors(c).forEach((s, i) => {
+    const n = s.shape.reduce((a, b) => a * b, 1);
+    const r = randn(n, seed * 1000 + i, s.kind === 'norm' ? 0.2 : 0.15);
+    m.set(s.name, s.kind === 'norm' ? r.map((v) => 1 + v) : r);
+  });
+  return m;
+}
+
+/** The weights on the GPU in the structure Qwen3Model takes (matrices in `dtype`, norms f32). */
+export function uploadWeights(gpu: Gpu, c: Qwen3Config, m: WeightMap, dtype: 'f32' | 'f16' = 'f32'): Qwen3Weights {
+  const specs = new Map(expectedTensors(c).map((s) => [s.name, s]));
+  const t = (name: string) => {
+    const s = specs.get(name)!;
+    return gpu.upload(m.get(name)!, s.shape, s.kind === 'norm' ? 'f32' : dtype, name);
+  };
+  const embed = t('model.embed_tokens.weight');
+  return {
+    embed,
+    layers: Array.from({ length: c.numLayers }, (_, i) => {
+      const p = `model.layers.${i}.`;
+      return {
+        inputNorm: t(`${p}input_layernorm.weight`),
+        postAttnNorm: t(`${p}post_attention_layernorm.weight`),
+        qNorm: t(`${p}self_attn.q_norm.weight`),
+        kNorm: t(`${p}self_attn.k_norm.weight`),
+        q: t(`${p}self_attn.q_proj.weight`),
+        k: t(`${p}self_attn.k_proj.weight`),
+        v: t(`${p}self_attn.v_proj.weight`),
+        o: t(`${p}self_attn.o_proj.weight`),
+        gate: t(`${p}mlp.gate_proj.weight`),
+        up: t(`${p}mlp.up_proj.weight`),
+        down: t(`${p}mlp.down_proj.weight`),
+      };
+    }),
+    norm: t('model.norm.weight'),
+    lmHead: c.tieWordEmbeddings ? embed : t('lm_head.weight'),
+  };
+}
+
+export const FIXTURE_MODELS = 'test/fixtures/models';
+
+/** Tensors of a fixture safetensors file; a clear error when the fixture is missing. */
+export async function readFixture(path: string): Promise<Map<string, { shape: number[]; values: Float32Array | number[] }>> {
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(await readFile(path));
+  } catch (e) {
+    throw new Error(`fixture ${path} is missing (made by test/fixtures/gen/make_fixtures.py): ${(e as Error).message}`);
+  }
+  return readSafetensorsBytes(bytes, path).tensors;
+}

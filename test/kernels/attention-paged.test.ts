@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import { roundF16 } from '../../src/gpu/dtype.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { type AttentionDims, attentionPaged, attentionPrefill } from '../../src/kernels/attention.ts';
+import { KvCache, KvCacheError, releaseBatch } from '../../src/model/kv-cache.ts';
+import { testGpu } from '../helpers/gpu.ts';
+import { randn, relError } from '../helpers/random.ts';
+import { pagedRef } from '../ref/attention.ts';
+
+function starts(lens: number[]): number[] {
+  const s = [0];
+  for (const l of lens) s.push(s[s.length - 1]! + l);
+  return s;
+}
+
+function uploadQkv(gpu: Gpu, T: number, d: AttentionDims, seed: number) {
+  const q = randn(T * d.nHeads * d.headDim, seed, 1);
+  const k = randn(T * d.nKv * d.headDim, seed + 1, 1);
+  const v = randn(T * d.nKv * d.headDim, seed + 2, 1);
+  return {
+    q, k, v,
+    tq: gpu.upload(q, [T, d.nHeads, d.headDim], 'f32', 'q'),
+    tk: gpu.upload(k, [T, d.nKv, d.headDim], 'f32', 'k'),
+    tv: gpu.upload(v, [T, d.nKv, d.headDim], 'f32', 'v'),
+  };
+}
+
+interface PagedCase {
+  cached: number[];
+  fresh: number[];
+  dims: AttentionDims;
+  dtype: 'f32' | 'f16';
+}
+
+/** Fills a cache with random K/V for each sequence (cached part, then the new part through batch.slots) and
+ *  compares attentionPaged with the reference. Pages are handed out shuffled, so tables are not contiguous. */
+async function checkPaged(gpu: Gpu, c: PagedCase, seed: number): Promise<number> {
+  const { dims } = c;
+  const pageSize = 16;
+  const lens = c.cached.map((x, i) => x + c.fresh[i]!);
+  const need = lens.reduce((a, l) => a + Math.ceil(l / pageSize), 0);
+  const cache = new KvCache(gpu, { layers: 2, nKv: dims.nKv, headDim: dims.headDim, pageSize, numPages: need + 3, dtype: c.dtype });
+  const spare = cache.allocate(3);
+  cache.release([spare[1]!]);
+  const pages = lens.map((l) => cache.allocate(Math.ceil(l / pageSize)));
+  const row = dims.nKv * dims.headDim;
+  const round = cache.dtype === 'f16' ? roundF16 : (x: Float32Array) => x;
+  const kv = lens.map((l, i) => ({ k: round(randn(l * row, seed + 10 * i, 1)), v: round(randn(l * row, seed + 10 * i + 5, 1)) }));
+  const layer = 1;
+  const writeRows = (rows: { seq: number; from: number; n: number }[], slots: ReturnType<KvCache['buildBatch']>['slots']) => {
+    const n = rows.reduce((a, r) => a + r.n, 0);
+    const k = new Float32Array(n * row);
+    const v = new Float32Array(n * row);
+    let at = 0;
+    for (const r of rows) {
+      k.set(kv[r.seq]!.k.subarray(r.from * row, (r.from + r.n) * row), at * row);
+      v.set(kv[r.seq]!.v.subarray(r.from * row, (r.from + r.n) * row), at * row);
+      at += r.n;
+    }
+    cache.write(layer, gpu.upload(k, [n, dims.nKv, dims.headDim], 'f32', 'newK'), gpu.upload(v, [n, dims.nKv, dims.headDim], 'f32', 'newV'), slots);
+  };
+  if (c.cached.some((x) => x > 0)) {
+    const pre = cache.buildBatch(pages.map((p, i) => ({ pages: p, cachedLen: 0, newTokens: c.cached[i]! })));
+    writeRows(c.cached.map((n, seq) => ({ seq, from: 0, n })), pre.slots);
+    releaseBatch(pre);
+  }
+  const batch = cache.buildBatch(pages.map((p, i) => ({ pages: p, cachedLen: c.cached[i]!, newTokens: c.fresh[i]! })));
+  writeRows(c.fresh.map((n, seq) => ({ seq, from: c.cached[seq]!, n })), batch.slots);
+  const Tq = c.fresh.reduce((a, b) => a + b, 0);
+  const q = randn(Tq * dims.nHeads * dims.headDim, seed + 99, 1);
+  const o = attentionPaged(gpu, gpu.upload(q, [Tq, dims.nHeads, dims.headDim], 'f32', 'q'), cache, layer, batch, dims);
+  const ref = pagedRef(q, kv.map((x, i) => ({ ...x, positions: Array.from({ length: c.fresh[i]! }, (_, j) => c.cached[i]! + j) })), dims);
+  const err = relError(await gpu.readF32(o), ref);
+  releaseBatch(batch);
+  cache.destroy();
+  return err;
+}
+
+const PAGED_CASES: Omit<PagedCase, 'dtype'>[] = [
+  // decode: one new token per sequence, partial last pages
+  { cached: [0, 16, 39, 5], fresh: [1, 1, 1, 1], dims: { nHeads: 4, nKv: 2, headDim: 16 } },
+  // prefill chunks on top of cached prefixes
+  { cached: [0, 16, 5], fresh: [7, 33, 20], dims: { nHeads: 2, nKv: 2, headDim: 24 } },
+  { cached: [3, 0], fresh: [2, 18], dims: { nHeads: 6, nKv: 2, headDim: 24 } },
+  { cached: [20], fresh: [1], dims: { nHeads: 2, nKv: 1, headDim: 128 } },
+  // decode entry with 2 row tiles per sequence (GQA group of 4, 2 queries)
+  { cached: [50, 7], fresh: [1, 2], dims: { nHeads: 8, nKv: 2, headDim: 24 } },
+  // long context, few sequences: keys split across workgroups and combined (decode, then tiled entry)
+  { cached: [600, 290], fresh: [1, 3], dims: { nHeads: 2, nKv: 1, headDim: 16 } },
+  { cached: [300, 40], fresh: [20, 2], dims: { nHeads: 2, nKv: 2, headDim: 16 } },
+];
+
+describe('attentionPaged', () => {
+  for (const dtype of ['f32', 'f16'] as const) {
+    for (const c of PAGED_CASES) {
+      it(`${dtype} cached [${c.cached}] new [${c.fresh}] heads ${c.dims.nHeads}/${c.dims.nKv} hd ${c.dims.headDim}`, async (ctx) => {
+        const gpu = await testGpu();
+        if (dtype === 'f16' && !gpu.f16) return ctx.skip();
+        expect(await checkPaged(gpu, { ...c, dtype }, 7 + c.dims.headDim)).toBeLessThan(dtype === 'f16' ? 1e-4 : 2e-5);
+      });
+    }
+  }
+
+  it('cache write + attentionPaged equals attentionPrefill', async () => {
+    const gpu = await testGpu();
+    const dims = { nHeads: 4, nKv: 2, headDim: 16 };
+    const lens = [1, 7, 33, 19];
+    const st = starts(lens);
+    const T = st[st.length - 1]!;
+    const { tq, tk, tv } = uploadQkv(gpu, T, dims, 5);
+    const cache = new KvCache(gpu, { layers: 1, nKv: 2, headDim: 16, numPages: 8, dtype: 'f32' });
+    const batch = cache.buildBatch(lens.map((l) => ({ pages: cache.allocate(Math.ceil(l / 16)), cachedLen: 0, newTokens: l })));
+    cache.write(0, tk, tv, batch.slots);
+    const paged = await gpu.readF32(attentionPaged(gpu, tq, cache, 0, batch, dims));
+    const seq = gpu.upload(st, [st.length], 'u32', 'seqStarts');
+    const prefill = await gpu.readF32(attentionPrefill(gpu, tq, tk, tv, seq, lens.length, dims).o);
+    expect(relError(paged, prefill)).toBeLessThan(1e-6);
+  });
+});
+
+describe('KvCache', () => {
+  it('allocates, shares and frees pages with reference counts', async () => {
+    const gpu = await testGpu();
+    const cache = new KvCache(gpu, { layers: 1, nKv: 1, headDim: 8, numPages: 4 });
+    const a = cache.allocate(3);
+    expect(new Set(a).size).toBe(3);
+    expect(cache.freePages).toBe(1);
+    expect(() => cache.allocate(2)).toThrow(KvCacheError);
+    cache.retain(a.slice(0, 2));
+    cache.release(a);
+    expect(cache.freePages).toBe(2);
+    cache.release(a.slice(0, 2));
+    expect(cache.freePages).toBe(4);
+    expect(() => cache.release([a[0]!])).toThrow(/not allocated/);
+    expect(() => cache.buildBatch([{ pages: [0], cachedLen: 10, newTokens: 7 }])).toThrow(/needs 17 tokens but has 1 pages/);
+    expect(KvCache.pagesForBudget(1 << 20, { layers: 2, nKv: 2, headDim: 64, dtype: 'f16' })).toBe(Math.floor((1 << 20) / (2 * 2 * 16 * 2 * 64 * 2)));
+    cache.destroy();
+  });
+});

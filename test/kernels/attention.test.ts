@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { type AttentionDims, attentionBackward, attentionPrefill } from '../../src/kernels/attention.ts';
+import { testGpu } from '../helpers/gpu.ts';
+import { randn, relError } from '../helpers/random.ts';
+import { dot, numericGrad } from '../helpers/finite-diff.ts';
+import { attentionBackwardRef, attentionRef } from '../ref/attention.ts';
+
+function starts(lens: number[]): number[] {
+  const s = [0];
+  for (const l of lens) s.push(s[s.length - 1]! + l);
+  return s;
+}
+
+function uploadQkv(gpu: Gpu, T: number, d: AttentionDims, seed: number) {
+  const q = randn(T * d.nHeads * d.headDim, seed, 1);
+  const k = randn(T * d.nKv * d.headDim, seed + 1, 1);
+  const v = randn(T * d.nKv * d.headDim, seed + 2, 1);
+  return {
+    q, k, v,
+    tq: gpu.upload(q, [T, d.nHeads, d.headDim], 'f32', 'q'),
+    tk: gpu.upload(k, [T, d.nKv, d.headDim], 'f32', 'k'),
+    tv: gpu.upload(v, [T, d.nKv, d.headDim], 'f32', 'v'),
+  };
+}
+
+const PREFILL_CASES: { lens: number[]; dims: AttentionDims }[] = [
+  { lens: [1, 7, 33, 130], dims: { nHeads: 2, nKv: 2, headDim: 16 } },
+  { lens: [5, 40, 1], dims: { nHeads: 4, nKv: 2, headDim: 24 } },
+  { lens: [33, 17], dims: { nHeads: 6, nKv: 2, headDim: 64 } },
+  { lens: [70], dims: { nHeads: 2, nKv: 1, headDim: 128, scale: 0.05 } },
+];
+
+describe('attentionPrefill', () => {
+  for (const { lens, dims } of PREFILL_CASES) {
+    it(`lens [${lens}] heads ${dims.nHeads}/${dims.nKv} hd ${dims.headDim}`, async () => {
+      const gpu = await testGpu();
+      const st = starts(lens);
+      const T = st[st.length - 1]!;
+      const { q, k, v, tq, tk, tv } = uploadQkv(gpu, T, dims, 11 + T);
+      const seq = gpu.upload(st, [st.length], 'u32', 'seqStarts');
+      const { o, lse } = attentionPrefill(gpu, tq, tk, tv, seq, lens.length, dims);
+      const ref = attentionRef(q, k, v, st, dims);
+      expect(relError(await gpu.readF32(o), ref.o)).toBeLessThan(2e-5);
+      expect(relError(await gpu.readF32(lse), ref.lse)).toBeLessThan(2e-5);
+    });
+  }
+
+  it('rejects bad shapes, naming the tensor', async () => {
+    const gpu = await testGpu();
+    const dims = { nHeads: 4, nKv: 2, headDim: 16 };
+    const { tq, tk } = uploadQkv(gpu, 5, dims, 3);
+    const badV = gpu.upload(randn(5 * 16, 9), [5, 1, 16], 'f32', 'shortV');
+    const seq = gpu.upload([0, 5], [2], 'u32', 'seqStarts');
+    expect(() => attentionPrefill(gpu, tq, tk, badV, seq, 1, dims)).toThrow(/shortV has 80 elements/);
+    expect(() => attentionPrefill(gpu, tq, tk, tk, seq, 1, { nHeads: 4, nKv: 3, headDim: 16 })).toThrow(/multiple of nKv/);
+    expect(() => attentionPrefill(gpu, tq, tk, tk, seq, 2, dims)).toThrow(/seqStarts has 2 entries/);
+  });
+});
+
+const BACKWARD_CASES: { lens: number[]; dims: AttentionDims }[] = [
+  { lens: [1, 7, 33, 13], dims: { nHeads: 2, nKv: 2, headDim: 16 } },
+  { lens: [5, 20], dims: { nHeads: 6, nKv: 2, headDim: 24 } },
+  { lens: [21], dims: { nHeads: 2, nKv: 1, headDim: 128, scale: 0.07 } },
+];
+
+describe('attentionBackward', () => {
+  it('the CPU reference matches finite differences', () => {
+    const dims = { nHeads: 2, nKv: 1, headDim: 3 };
+    const st = [0, 2, 5];
+    const T = 5;
+    const q = randn(T * 2 * 3, 1);
+    const k = randn(T * 3, 2);
+    const v = randn(T * 3, 3);
+    const dO = randn(T * 2 * 3, 4);
+    const ref = attentionBackwardRef(q, k, v, dO, st, dims);
+    const f32 = (x: Float64Array) => Float32Array.from(x);
+    const loss = (qq: Float32Array, kk: Float32Array, vv: Float32Array) => dot(attentionRef(qq, kk, vv, st, dims).o, dO);
+    expect(relError(ref.dq, numericGrad((x) => loss(f32(x), k, v), q, 1e-3))).toBeLessThan(1e-4);
+    expect(relError(ref.dk, numericGrad((x) => loss(q, f32(x), v), k, 1e-3))).toBeLessThan(1e-4);
+    expect(relError(ref.dv, numericGrad((x) => loss(q, k, f32(x)), v, 1e-3))).toBeLessThan(1e-4);
+  });
+
+  for (const { lens, dims } of BACKWARD_CASES) {
+    it(`lens [${lens}] heads ${dims.nHeads}/${dims.nKv} hd ${dims.headDim}`, async () => {
+      const gpu = await testGpu();
+      const st = starts(lens);
+      const T = st[st.length - 1]!;
+      const { q, k, v, tq, tk, tv } = uploadQkv(gpu, T, dims, 31 + T);
+      const dO = randn(q.length, 77, 1);
+      const seq = gpu.upload(st, [st.length], 'u32', 'seqStarts');
+      const { o, lse } = attentionPrefill(gpu, tq, tk, tv, seq, lens.length, dims);
+      const g = attentionBackward(gpu, tq, tk, tv, o, lse, gpu.upload(dO, [T, dims.nHeads, dims.headDim], 'f32', 'dO'), seq, lens.length, dims);
+      const ref = attentionBackwardRef(q, k, v, dO, st, dims);
+      expect(relError(await gpu.readF32(g.dq), ref.dq)).toBeLessThan(5e-5);
+      expect(relError(await gpu.readF32(g.dk), ref.dk)).toBeLessThan(5e-5);
+      expect(relError(await gpu.readF32(g.dv), ref.dv)).toBeLessThan(5e-5);
+    });
+  }
+});

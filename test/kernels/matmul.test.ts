@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import { roundF16 } from '../../src/gpu/dtype.ts';
+import { matmul, matmulSplit, matmulSupports, matmulVariant, matmulWith, type MatmulVariant } from '../../src/kernels/matmul.ts';
+import { testGpu } from '../helpers/gpu.ts';
+import { randn, relError } from '../helpers/random.ts';
+import { matmulRef } from '../ref/matmul.ts';
+
+type Layout = [transA: boolean, transB: boolean];
+type Shape = [M: number, N: number, K: number];
+const LAYOUTS: Layout[] = [
+  [false, false],
+  [false, true],
+  [true, false],
+  [true, true],
+];
+// Odd edges (tile64), M <= 16 with K % 4 == 0 (rows), vec4-aligned past one 128 tile (tile128),
+// few output tiles with a long K (tile64 split along K).
+const SHAPES: Shape[] = [
+  [1, 1, 1],
+  [3, 5, 7],
+  [17, 33, 65],
+  [130, 257, 129],
+  [1, 72, 36],
+  [5, 67, 40],
+  [5, 20, 520],
+  [16, 9, 132],
+  [132, 136, 52],
+  [257, 130, 20],
+  [16, 24, 2000],
+  [70, 5, 1030],
+];
+const F16_SHAPES: Shape[] = [
+  [5, 67, 40],
+  [17, 33, 65],
+  [132, 136, 52],
+];
+const VARIANTS: MatmulVariant[] = ['tile64', 'tile128', 'rows'];
+
+const layoutName = ([ta, tb]: Layout) => `${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'}`;
+
+/** Every (variant, layout, shape) the variant supports, whatever matmul() would pick there. */
+function cases(shapes: Shape[]): [MatmulVariant, Layout, Shape][] {
+  const out: [MatmulVariant, Layout, Shape][] = [];
+  for (const v of VARIANTS) {
+    for (const layout of LAYOUTS) {
+      for (const shape of shapes) {
+        const [M, N, K] = shape;
+        if (matmulSupports(v, { M, N, K, transA: layout[0], transB: layout[1] })) out.push([v, layout, shape]);
+      }
+    }
+  }
+  return out;
+}
+
+describe('matmul', () => {
+  it('chooses rows for decode, tile128 for large aligned products, tile64 otherwise', () => {
+    const xWt = (M: number, N: number, K: number) => matmulVariant({ M, N, K, transA: false, transB: true });
+    expect(xWt(1, 3072, 1024)).toBe('rows');
+    expect(xWt(16, 151_936, 1024)).toBe('rows');
+    expect(xWt(4096, 4096, 4096)).toBe('tile128');
+    expect(xWt(2048, 3072, 1023)).toBe('tile64');
+    expect(xWt(17, 33, 65)).toBe('tile64');
+    expect(matmulVariant({ M: 4096, N: 4096, K: 4096, transA: true, transB: false })).toBe('tile128');
+    expect(matmulVariant({ M: 8, N: 1024, K: 1024, transA: false, transB: false })).toBe('tile64');
+  });
+
+  it('splits K only for few output tiles and a long K, in 16-deep multiples covering K', () => {
+    const split = (M: number, N: number, K: number) => matmulSplit({ M, N, K, transA: true, transB: false });
+    expect(split(4096, 4096, 4096).splits).toBe(1);
+    expect(split(16, 24, 500).splits).toBe(1);
+    for (const [M, N, K] of [[16, 24, 2000], [70, 5, 1030], [16, 1024, 8192]] as Shape[]) {
+      const { splits, kChunk } = split(M, N, K);
+      expect(splits).toBeGreaterThan(1);
+      expect(kChunk % 16).toBe(0);
+      expect((splits - 1) * kChunk).toBeLessThan(K);
+      expect(splits * kChunk).toBeGreaterThanOrEqual(K);
+    }
+  });
+
+  for (const [v, layout, [M, N, K]] of cases(SHAPES)) {
+    const [transA, transB] = layout;
+    it(`${v} f32 ${layoutName(layout)} ${M}x${N}x${K}, then alpha and accumulate`, async () => {
+      const gpu = await testGpu();
+      const seed = M * 7919 + N * 131 + K + (transA ? 1e6 : 0) + (transB ? 2e6 : 0);
+      const a = randn(M * K, seed);
+      const b = randn(K * N, seed + 1);
+      const ta = gpu.upload(a, transA ? [K, M] : [M, K], 'f32', 'a');
+      const tb = gpu.upload(b, transB ? [N, K] : [K, N], 'f32', 'b');
+      const out = matmulWith(gpu, v, ta, tb, { transA, transB });
+      expect(out.shape).toEqual([M, N]);
+      expect(relError(await gpu.readF32(out), matmulRef(a, b, M, N, K, { transA, transB }))).toBeLessThan(1e-5);
+      const init = randn(M * N, seed + 2);
+      gpu.write(out, init);
+      matmulWith(gpu, v, ta, tb, { transA, transB, alpha: -0.5, accumulate: true, out });
+      const want = matmulRef(a, b, M, N, K, { transA, transB, alpha: -0.5, init });
+      expect(relError(await gpu.readF32(out), want)).toBeLessThan(1e-5);
+      for (const t of [ta, tb, out]) t.release();
+    });
+  }
+
+  // f16 storage of b (weights), then of both; f32 accumulation, so the products of rounded inputs are exact-ish.
+  for (const [v, layout, [M, N, K]] of cases(F16_SHAPES)) {
+    for (const both of [false, true]) {
+      const [transA, transB] = layout;
+      it(`${v} f16 ${both ? 'a,b' : 'b'} ${layoutName(layout)} ${M}x${N}x${K}`, async (ctx) => {
+        const gpu = await testGpu();
+        if (!gpu.f16) return ctx.skip();
+        const seed = M + N * 3 + K * 5 + (both ? 99 : 0);
+        const a = both ? roundF16(randn(M * K, seed)) : randn(M * K, seed);
+        const b = roundF16(randn(K * N, seed + 1));
+        const ta = gpu.upload(a, transA ? [K, M] : [M, K], both ? 'f16' : 'f32', 'a');
+        const tb = gpu.upload(b, transB ? [N, K] : [K, N], 'f16', 'b');
+        const out = matmulWith(gpu, v, ta, tb, { transA, transB, alpha: 1.5 });
+        expect(relError(await gpu.readF32(out), matmulRef(a, b, M, N, K, { transA, transB, alpha: 1.5 }))).toBeLessThan(1e-5);
+        for (const t of [ta, tb, out]) t.release();
+      });
+    }
+  }
+
+  it('matmul() picks a variant and computes x·Wᵀ', async () => {
+    const gpu = await testGpu();
+    const x = randn(6 * 20, 41);
+    const w = randn(10 * 20, 42);
+    const y = matmul(gpu, gpu.upload(x, [6, 20], 'f32', 'x'), gpu.upload(w, [10, 20], 'f32', 'w'), { transB: true });
+    expect(relError(await gpu.readF32(y), matmulRef(x, w, 6, 10, 20, { transB: true }))).toBeLessThan(1e-5);
+  });
+
+  it('rejects mismatched inner dimensions, a bad out and an unsupported variant, naming the tensors', async () => {
+    const gpu = await testGpu();
+    const a = gpu.upload(randn(12, 1), [3, 4], 'f32', 'x');
+    const b = gpu.upload(randn(15, 2), [5, 3], 'f32', 'weight');
+    expect(() => matmul(gpu, a, b)).toThrow(/inner dimensions differ: x \[3,4\] · weight \[5,3\]/);
+    const w = gpu.upload(randn(20, 3), [5, 4], 'f32', 'w');
+    const bad = gpu.tensor([3, 4], 'f32', 'y');
+    expect(() => matmul(gpu, a, w, { transB: true, out: bad })).toThrow(/y has shape \[3,4\], expected \[3,5\]/);
+    expect(() => matmul(gpu, a, w, { transB: true, accumulate: true })).toThrow(/accumulate needs opts.out/);
+    const odd = gpu.upload(randn(15, 4), [3, 5], 'f32', 'odd');
+    const w2 = gpu.upload(randn(10, 5), [2, 5], 'f32', 'w2');
+    expect(() => matmulWith(gpu, 'tile128', odd, w2, { transB: true })).toThrow(/variant tile128 cannot compute 3x2x5/);
+  });
+});

@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import { type SamplingRow, sampleTokens } from '../../src/kernels/sample.ts';
+import { testGpu } from '../helpers/gpu.ts';
+import { randn } from '../helpers/random.ts';
+import { logSoftmaxAt, sampleRef, samplingDistributionRef } from '../ref/sample.ts';
+
+async function runRows(logits: Float32Array, vocab: number, rows: SamplingRow[]) {
+  const gpu = await testGpu();
+  const t = gpu.upload(logits, [rows.length, vocab], 'f32', 'logits');
+  const out = sampleTokens(gpu, t, rows);
+  const tokens = (await gpu.read(out.tokens)) as Uint32Array;
+  const logprobs = await gpu.readF32(out.logprobs);
+  for (const x of [t, out.tokens, out.logprobs]) x.release();
+  return { tokens, logprobs };
+}
+
+describe('sample', () => {
+  for (const vocab of [1, 7, 300, 1000, 5003]) {
+    it(`matches the CPU reference, vocab ${vocab}`, async () => {
+      const rows: SamplingRow[] = [];
+      const configs = [
+        { temperature: 0, topP: 1 },
+        { temperature: 1, topP: 1 },
+        { temperature: 0.7, topP: 1 },
+        { temperature: 0.7, topP: 0.9 },
+        { temperature: 1.3, topP: 0.5 },
+        { temperature: 0.5, topP: 0.05 },
+      ];
+      for (let i = 0; i < 12; i++) rows.push({ ...configs[i % configs.length]!, seed: 1234 + i, stream: i % 3, step: 7 * i });
+      const logits = randn(rows.length * vocab, vocab, 3);
+      const { tokens, logprobs } = await runRows(logits, vocab, rows);
+      rows.forEach((row, r) => {
+        const ref = sampleRef(logits.subarray(r * vocab, (r + 1) * vocab), row);
+        expect(tokens[r]).toBe(ref.token);
+        expect(Math.abs(logprobs[r]! - ref.logprob)).toBeLessThan(1e-4 * Math.max(1, Math.abs(ref.logprob)));
+      });
+    });
+  }
+
+  it('draws follow the top-p distribution (chi-square)', async () => {
+    const vocab = 12;
+    const base = randn(vocab, 99, 1);
+    const n = 800;
+    const rows: SamplingRow[] = [];
+    const logits = new Float32Array(n * vocab);
+    for (let i = 0; i < n; i++) {
+      logits.set(base, i * vocab);
+      rows.push({ temperature: 1.5, topP: 0.9, seed: 42, stream: 0, step: i });
+    }
+    const { tokens } = await runRows(logits, vocab, rows);
+    const probs = samplingDistributionRef(base, rows[0]!);
+    const counts = new Array(vocab).fill(0);
+    for (const t of tokens) counts[t]++;
+    let chi = 0;
+    let dof = -1;
+    for (let i = 0; i < vocab; i++) {
+      if (probs[i] === 0) {
+        expect(counts[i]).toBe(0);
+        continue;
+      }
+      const e = probs[i]! * n;
+      chi += (counts[i] - e) ** 2 / e;
+      dof++;
+    }
+    // p < 0.001 critical value for up to 11 degrees of freedom is below 32
+    expect(dof).toBeGreaterThan(4);
+    expect(chi).toBeLessThan(32);
+  });
+
+  it('a row draws the same token whatever else is in the batch', async () => {
+    const vocab = 257;
+    const mine = randn(vocab, 5, 2);
+    const row: SamplingRow = { temperature: 1, topP: 0.95, seed: 77, stream: 2, step: 11 };
+    const alone = await runRows(mine, vocab, [row]);
+    const others = randn(5 * vocab, 6, 2);
+    const mixed = new Float32Array(6 * vocab);
+    mixed.set(others.subarray(0, 3 * vocab), 0);
+    mixed.set(mine, 3 * vocab);
+    mixed.set(others.subarray(3 * vocab), 4 * vocab);
+    const rows: SamplingRow[] = [0, 1, 2, 3, 4, 5].map((i) => (i === 3 ? row : { temperature: 0.9, topP: 1, seed: i, stream: 0, step: i }));
+    const batch = await runRows(mixed, vocab, rows);
+    expect(batch.tokens[3]).toBe(alone.tokens[0]);
+    expect(batch.logprobs[3]).toBe(alone.logprobs[0]);
+  });
+
+  it('greedy picks the lowest index among ties, with log-prob at T=1', async () => {
+    const logits = Float32Array.from([0.5, 2, -1, 2, 0.25]);
+    const { tokens, logprobs } = await runRows(logits, 5, [{ temperature: 0, topP: 1, seed: 0, stream: 0, step: 0 }]);
+    expect(tokens[0]).toBe(1);
+    expect(logprobs[0]).toBeCloseTo(logSoftmaxAt(logits, 1, 1), 5);
+  });
+
+  it('rejects bad sampling parameters', async () => {
+    const gpu = await testGpu();
+    const t = gpu.upload(randn(4, 1), [1, 4], 'f32', 'logits');
+    expect(() => sampleTokens(gpu, t, [{ temperature: 1, topP: 0, seed: 0, stream: 0, step: 0 }])).toThrow(/top_p/);
+    expect(() => sampleTokens(gpu, t, [{ temperature: -1, topP: 1, seed: 0, stream: 0, step: 0 }])).toThrow(/temperature/);
+    expect(() => sampleTokens(gpu, t, [])).toThrow(/expected \[0, vocab\]/);
+  });
+});

@@ -1,0 +1,121 @@
+// CPU references (f64) for causal attention over packed sequences, its backward, and paged attention.
+export interface RefDims {
+  nHeads: number;
+  nKv: number;
+  headDim: number;
+  scale?: number;
+}
+
+const sc = (d: RefDims) => d.scale ?? 1 / Math.sqrt(d.headDim);
+
+/** Plain softmax attention, causal within each sequence. Returns o [T, nH, hd] and lse [T, nH]. */
+export function attentionRef(q: Float32Array, k: Float32Array, v: Float32Array, seqStarts: number[], d: RefDims) {
+  const { nHeads: H, nKv, headDim: D } = d;
+  const T = seqStarts[seqStarts.length - 1]!;
+  const G = H / nKv;
+  const o = new Float64Array(T * H * D);
+  const lse = new Float64Array(T * H);
+  for (let s = 0; s + 1 < seqStarts.length; s++) {
+    const a = seqStarts[s]!;
+    for (let t = a; t < seqStarts[s + 1]!; t++) {
+      for (let h = 0; h < H; h++) {
+        const kh = Math.floor(h / G);
+        const scores: number[] = [];
+        for (let j = a; j <= t; j++) {
+          let dot = 0;
+          for (let x = 0; x < D; x++) dot += q[(t * H + h) * D + x]! * k[(j * nKv + kh) * D + x]!;
+          scores.push(dot * sc(d));
+        }
+        const m = Math.max(...scores);
+        const e = scores.map((x) => Math.exp(x - m));
+        const sum = e.reduce((x, y) => x + y, 0);
+        lse[t * H + h] = m + Math.log(sum);
+        for (let j = a; j <= t; j++) {
+          const w = e[j - a]! / sum;
+          for (let x = 0; x < D; x++) o[(t * H + h) * D + x] += w * v[(j * nKv + kh) * D + x]!;
+        }
+      }
+    }
+  }
+  return { o, lse };
+}
+
+/** Analytic gradients of sum(o ⊙ dO) for attentionRef. */
+export function attentionBackwardRef(q: Float32Array, k: Float32Array, v: Float32Array, dO: Float32Array, seqStarts: number[], d: RefDims) {
+  const { nHeads: H, nKv, headDim: D } = d;
+  const T = seqStarts[seqStarts.length - 1]!;
+  const G = H / nKv;
+  const s0 = sc(d);
+  const dq = new Float64Array(T * H * D);
+  const dk = new Float64Array(T * nKv * D);
+  const dv = new Float64Array(T * nKv * D);
+  for (let s = 0; s + 1 < seqStarts.length; s++) {
+    const a = seqStarts[s]!;
+    for (let t = a; t < seqStarts[s + 1]!; t++) {
+      for (let h = 0; h < H; h++) {
+        const kh = Math.floor(h / G);
+        const qi = (t * H + h) * D;
+        const scores: number[] = [];
+        for (let j = a; j <= t; j++) {
+          let dot = 0;
+          for (let x = 0; x < D; x++) dot += q[qi + x]! * k[(j * nKv + kh) * D + x]!;
+          scores.push(dot * s0);
+        }
+        const m = Math.max(...scores);
+        const e = scores.map((x) => Math.exp(x - m));
+        const sum = e.reduce((x, y) => x + y, 0);
+        const P = e.map((x) => x / sum);
+        const dP = P.map((_, i) => {
+          let dot = 0;
+          for (let x = 0; x < D; x++) dot += dO[qi + x]! * v[((a + i) * nKv + kh) * D + x]!;
+          return dot;
+        });
+        const Dsum = P.reduce((acc, p, i) => acc + p * dP[i]!, 0);
+        P.forEach((p, i) => {
+          const j = a + i;
+          const ds = p * (dP[i]! - Dsum) * s0;
+          for (let x = 0; x < D; x++) {
+            dv[(j * nKv + kh) * D + x] += p * dO[qi + x]!;
+            dq[qi + x] += ds * k[(j * nKv + kh) * D + x]!;
+            dk[(j * nKv + kh) * D + x] += ds * q[qi + x]!;
+          }
+        });
+      }
+    }
+  }
+  return { dq, dk, dv };
+}
+
+/** Paged attention from a flat view: per sequence, cached K/V rows [len, nKv, hd] and queries at positions. */
+export function pagedRef(
+  q: Float32Array,
+  seqs: { k: Float32Array; v: Float32Array; positions: number[] }[],
+  d: RefDims,
+): Float64Array {
+  const { nHeads: H, nKv, headDim: D } = d;
+  const G = H / nKv;
+  const Tq = seqs.reduce((a, s) => a + s.positions.length, 0);
+  const o = new Float64Array(Tq * H * D);
+  let t = 0;
+  for (const s of seqs) {
+    for (const pos of s.positions) {
+      for (let h = 0; h < H; h++) {
+        const kh = Math.floor(h / G);
+        const scores: number[] = [];
+        for (let j = 0; j <= pos; j++) {
+          let dot = 0;
+          for (let x = 0; x < D; x++) dot += q[(t * H + h) * D + x]! * s.k[(j * nKv + kh) * D + x]!;
+          scores.push(dot * sc(d));
+        }
+        const m = Math.max(...scores);
+        const e = scores.map((x) => Math.exp(x - m));
+        const sum = e.reduce((x, y) => x + y, 0);
+        for (let j = 0; j <= pos; j++) {
+          for (let x = 0; x < D; x++) o[(t * H + h) * D + x] += (e[j]! / sum) * s.v[(j * nKv + kh) * D + x]!;
+        }
+      }
+      t++;
+    }
+  }
+  return o;
+}

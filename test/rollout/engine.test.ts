@@ -1,0 +1,159 @@
+// The rollout engine on the gqa-tied fixture model (transformers' greedy continuation is the ground
+// truth): batching, mixed adapters, seeded sampling, prefix sharing, preemption, aborts and page leaks.
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { AdapterSet, DEFAULT_LORA, LoraAdapter } from '../../src/model/lora.ts';
+import { Qwen3Model } from '../../src/model/qwen3.ts';
+import { DirectorySource } from '../../src/model/source.ts';
+import { loadQwen3 } from '../../src/model/weights.ts';
+import { type GenerateOptions, RolloutEngine } from '../../src/rollout/engine.ts';
+import { testGpu } from '../helpers/gpu.ts';
+import { randInts } from '../helpers/random.ts';
+import { FIXTURE_MODELS, readFixture } from '../helpers/tiny-qwen3.ts';
+
+let gpu: Gpu;
+let model: Qwen3Model;
+let adapters: AdapterSet;
+let greedyPrompt: number[];
+let greedyIds: number[];
+
+beforeAll(async () => {
+  gpu = await testGpu();
+  const dir = `${FIXTURE_MODELS}/gqa-tied`;
+  const { config, weights } = await loadQwen3(gpu, new DirectorySource(dir), { dtype: 'f32' });
+  model = new Qwen3Model(gpu, config, weights);
+  const ref = await readFixture(`${dir}/reference.safetensors`);
+  greedyPrompt = Array.from(ref.get('greedy_prompt')!.values);
+  greedyIds = Array.from(ref.get('greedy_ids')!.values);
+  adapters = new AdapterSet();
+  const small = { ...DEFAULT_LORA, rank: 4, alpha: 8 };
+  adapters.add(LoraAdapter.create(gpu, 'solver', config, small, { seed: 1, randomB: 0.3 }));
+  adapters.add(LoraAdapter.create(gpu, 'judge', config, small, { seed: 2, randomB: 0.3 }));
+});
+
+function engine(opts: ConstructorParameters<typeof RolloutEngine>[2] = {}): RolloutEngine {
+  const e = new RolloutEngine(model, null, { adapters, kvBudgetBytes: 1 << 20, kvDtype: 'f32', ...opts });
+  e.setRole('generator', 'solver');
+  e.setRole('evaluator', 'judge');
+  e.setRole('frozen', null);
+  return e;
+}
+
+const greedy: GenerateOptions = { maxNewTokens: 12, temperature: 0, ignoreEos: true };
+
+describe('RolloutEngine', () => {
+  it('batched greedy equals one-at-a-time equals transformers', async () => {
+    const e = engine();
+    const alone = await e.generate('frozen', greedyPrompt, greedy);
+    expect(alone.ids).toEqual(greedyIds);
+    expect(alone.finishReason).toBe('length');
+    const prompts = [greedyPrompt, Array.from(randInts(9, 1, 384)), Array.from(randInts(23, 2, 384))];
+    const one: number[][] = [];
+    for (const p of prompts) one.push((await e.generate('frozen', p, greedy)).ids);
+    const batched = await Promise.all(prompts.map((p) => e.generate('frozen', p, greedy)));
+    expect(batched.map((r) => r.ids)).toEqual(one);
+    expect(batched[0]!.ids).toEqual(greedyIds);
+    expect(e.stats.maxConcurrent).toBe(3);
+    e.clearPrefixCache();
+    expect(e.freePages).toBe(e.kv.numPages);
+  });
+
+  it('a batch mixing adapters equals separate runs', async () => {
+    const e = engine();
+    const roles = ['generator', 'frozen', 'evaluator', 'generator', 'frozen'];
+    const prompts = roles.map((_, i) => Array.from(randInts(5 + 3 * i, 10 + i, 384)));
+    const separate: Awaited<ReturnType<RolloutEngine["generate"]>>[] = [];
+    for (let i = 0; i < roles.length; i++) separate.push(await e.generate(roles[i]!, prompts[i]!, greedy));
+    const mixed = await Promise.all(roles.map((r, i) => e.generate(r, prompts[i]!, greedy)));
+    mixed.forEach((m, i) => {
+      expect(m.ids).toEqual(separate[i]!.ids);
+      m.logprobs.forEach((lp, j) => expect(Math.abs(lp - separate[i]!.logprobs[j]!)).toBeLessThan(1e-4));
+    });
+    // Adapters change the output: the generator's continuation differs from the base model's.
+    const base = await e.generate('frozen', prompts[0]!, greedy);
+    expect(base.ids).not.toEqual(separate[0]!.ids);
+    expect(mixed[0]!.adapter).toBe('solver');
+  });
+
+  it('seeded sampling is reproducible and independent of the batch', async () => {
+    const e = engine();
+    const opts: GenerateOptions = { maxNewTokens: 10, temperature: 0.9, topP: 0.95, seed: 1234, ignoreEos: true };
+    const alone = await e.generate('generator', greedyPrompt, opts);
+    const again = await e.generate('generator', greedyPrompt, opts);
+    expect(again.ids).toEqual(alone.ids);
+    const crowd = await Promise.all([
+      e.generate('evaluator', Array.from(randInts(11, 3, 384)), { ...opts, seed: 9 }),
+      e.generate('generator', greedyPrompt, opts),
+      e.generate('generator', greedyPrompt, { ...opts, stream: 1 }),
+      e.generate('frozen', Array.from(randInts(30, 4, 384)), { ...opts, seed: 5 }),
+    ]);
+    expect(crowd[1]!.ids).toEqual(alone.ids);
+    expect(crowd[2]!.ids).not.toEqual(alone.ids);
+    alone.logprobs.forEach((lp) => expect(lp).toBeLessThan(0));
+  });
+
+  it('prefix sharing gives the same results as no sharing, and reuses pages', async () => {
+    const shared = engine({ pageSize: 4 });
+    const plain = engine({ pageSize: 4, prefixSharing: false });
+    const prompt = Array.from(randInts(19, 7, 384));
+    const opts: GenerateOptions = { maxNewTokens: 6, temperature: 0.8, seed: 3, ignoreEos: true };
+    const n = 4;
+    const a = await Promise.all(Array.from({ length: n }, (_, k) => shared.generate('generator', prompt, { ...opts, stream: k })));
+    const b = await Promise.all(Array.from({ length: n }, (_, k) => plain.generate('generator', prompt, { ...opts, stream: k })));
+    expect(a.map((r) => r.ids)).toEqual(b.map((r) => r.ids));
+    // A later call with the same prompt finds its 4 full pages cached.
+    const before = shared.freePages;
+    const c = await shared.generate('generator', prompt, { ...opts, stream: 0 });
+    expect(c.ids).toEqual(a[0]!.ids);
+    expect(shared.freePages).toBe(before);
+    // After the adapter changes, the cached pages no longer match (they were computed with old weights).
+    shared.adapterUpdated('solver');
+    await shared.generate('generator', prompt, { ...opts, stream: 0 });
+    shared.clearPrefixCache();
+    plain.clearPrefixCache();
+    expect(shared.freePages).toBe(shared.kv.numPages);
+    expect(plain.freePages).toBe(plain.kv.numPages);
+  });
+
+  it('preempts when the cache is full and recomputes to the same result', async () => {
+    // 6 pages of 4 tokens: three sequences of 6 + 12 tokens cannot all fit at once.
+    const roomy = engine({ pageSize: 4 });
+    const tight = engine({ pageSize: 4, kvBudgetBytes: 6 * 4 * 2 * 2 * 2 * 24 * 4, prefixSharing: false });
+    expect(tight.kv.numPages).toBe(6);
+    const prompts = [0, 1, 2].map((i) => Array.from(randInts(6, 20 + i, 384)));
+    const opts: GenerateOptions = { maxNewTokens: 12, temperature: 0.7, seed: 11, ignoreEos: true };
+    const want = await Promise.all(prompts.map((p) => roomy.generate('generator', p, opts)));
+    const got = await Promise.all(prompts.map((p) => tight.generate('generator', p, opts)));
+    expect(got.map((r) => r.ids)).toEqual(want.map((r) => r.ids));
+    expect(tight.stats.preemptions).toBeGreaterThan(0);
+    expect(tight.freePages).toBe(6);
+  });
+
+  it('aborted and timed-out calls end early and free their pages', async () => {
+    const e = engine({ prefixSharing: false });
+    const ctrl = new AbortController();
+    const long = { maxNewTokens: 400, temperature: 0, ignoreEos: true };
+    const aborted = e.generate('generator', greedyPrompt, { ...long, signal: ctrl.signal });
+    const timed = e.generate('frozen', greedyPrompt, { ...long, timeoutMs: 1 });
+    const normal = e.generate('evaluator', greedyPrompt, { maxNewTokens: 5, temperature: 0 });
+    setTimeout(() => ctrl.abort(), 5);
+    const [a, t, n] = await Promise.all([aborted, timed, normal]);
+    expect(a.finishReason).toBe('abort');
+    expect(a.ids.length).toBeLessThan(400);
+    expect(t.finishReason).toBe('timeout');
+    expect(t.ids.length).toBeLessThan(400);
+    expect(n.ids.length).toBeLessThanOrEqual(5);
+    expect(e.freePages).toBe(e.kv.numPages);
+    const pre = new AbortController();
+    pre.abort();
+    expect((await e.generate('frozen', greedyPrompt, { ...long, signal: pre.signal })).finishReason).toBe('abort');
+  });
+
+  it('rejects impossible requests with a clear error', async () => {
+    const e = engine();
+    expect(() => e.generate('frozen', [1, 2, 999], greedy)).toThrow(/token id 999/);
+    expect(() => e.generate('frozen', greedyPrompt, { maxNewTokens: 600 })).toThrow(/max_position_embeddings/);
+    expect(() => e.setRole('x', 'nope')).toThrow(/no adapter named nope/);
+    expect(() => e.generate('frozen', 'hello')).toThrow(/tokenizer/);
+  });
+});
