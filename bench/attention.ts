@@ -7,7 +7,7 @@
 // bench/torch/bench_attention.py times the same names and shapes in PyTorch (sdpa).
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
-import { type AttentionDims, attentionBackward, attentionPaged, attentionPrefill } from '../src/kernels/attention.ts';
+import { type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, prefillRows } from '../src/kernels/attention.ts';
 import { KvCache, type PagedBatch, releaseBatch } from '../src/model/kv-cache.ts';
 import { benchRow, type BenchRow } from './results.ts';
 
@@ -59,14 +59,21 @@ function pagedSetup(gpu: Gpu, dims: AttentionDims, lens: number[], fresh: number
   const pages = lens.reduce((a, l) => a + Math.ceil(l / pageSize), 0);
   const cache = new KvCache(gpu, { layers: 1, nKv: dims.nKv, headDim: dims.headDim, pageSize, numPages: pages, dtype: 'f16' });
   const seqPages = lens.map((l) => cache.allocate(Math.ceil(l / pageSize)));
-  const all = cache.buildBatch(seqPages.map((p, i) => ({ pages: p, cachedLen: 0, newTokens: lens[i]! })));
-  const n = lens.reduce((a, b) => a + b, 0) * dims.nKv * dims.headDim;
-  const k = gpu.upload(random(n, 3), [n], 'f32', 'bench.k');
-  const v = gpu.upload(random(n, 4), [n], 'f32', 'bench.v');
-  cache.write(0, k, v, all.slots);
-  k.release();
-  v.release();
-  releaseBatch(all);
+  // Fill in chunks of sequences (the full decode cache is 2 × 268M values: too much for one upload).
+  const row = dims.nKv * dims.headDim;
+  for (let first = 0; first < lens.length; ) {
+    let last = first;
+    let tokens = 0;
+    while (last < lens.length && (last === first || tokens + lens[last]! <= 65536)) tokens += lens[last++]!;
+    const all = cache.buildBatch(seqPages.slice(first, last).map((p, i) => ({ pages: p, cachedLen: 0, newTokens: lens[first + i]! })));
+    const k = gpu.upload(random(tokens * row, 3 + first), [tokens, dims.nKv, dims.headDim], 'f32', 'bench.k');
+    const v = gpu.upload(random(tokens * row, 4 + first), [tokens, dims.nKv, dims.headDim], 'f32', 'bench.v');
+    cache.write(0, k, v, all.slots);
+    k.release();
+    v.release();
+    releaseBatch(all);
+    first = last;
+  }
   const batch: PagedBatch = cache.buildBatch(seqPages.map((p, i) => ({ pages: p, cachedLen: lens[i]! - fresh, newTokens: fresh })));
   const Tq = lens.length * fresh;
   const q = gpu.upload(random(Tq * dims.nHeads * dims.headDim, 5), [Tq, dims.nHeads, dims.headDim], 'f32', 'bench.q');
@@ -95,11 +102,15 @@ export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: 
     const flops = 4 * D * H * sh.seqs * causalPairs(sh.len);
     const { o, lse } = attentionPrefill(gpu, q, k, v, seq, sh.seqs, dims);
     if (want(prefillName)) {
-      const s = await secondsPerCall(gpu, () => {
-        attentionPrefill(gpu, q, k, v, seq, sh.seqs, dims, { o, lse });
-        return [];
-      });
-      rows.push(benchRow(gpu, prefillName, flops / s / 1e9, 'GFLOP/s'));
+      // The default variant under the shared name; the other one (4 rows per thread) beside it when they differ.
+      const variants: (4 | 8)[] = prefillRows(gpu, D) === 8 ? [8, 4] : [4];
+      for (const r of variants) {
+        const s = await secondsPerCall(gpu, () => {
+          attentionPrefill(gpu, q, k, v, seq, sh.seqs, dims, { o, lse }, r);
+          return [];
+        });
+        rows.push(benchRow(gpu, r === variants[0] ? prefillName : `${prefillName}_rows${r}`, flops / s / 1e9, 'GFLOP/s'));
+      }
     }
     if (want(backwardName)) {
       const s = await secondsPerCall(gpu, () => Object.values(attentionBackward(gpu, q, k, v, o, lse, dO, seq, sh.seqs, dims)));

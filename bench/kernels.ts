@@ -2,7 +2,11 @@
 // weights), softmax, reductions, transpose, casts and an elementwise add. Each row's value is GFLOP/s
 // (compute-bound) or GB/s of nominal traffic (memory-bound: bytes read once + written once). Timing:
 // one warm-up round, then the median of 5 repeats of 10 dispatches, wall clock around gpu.sync().
-// bench/torch/bench_kernels.py times the same names and shapes in PyTorch.
+// bench/torch/bench_kernels.py times the same names and shapes in PyTorch; bench/compare.ts joins them:
+//   troupe bench kernels --json --out dawn.jsonl            (Node/Dawn; Deno/wgpu likewise)
+//   python3 bench/torch/bench_kernels.py --out torch.json
+//   deno run -A bench/compare.ts dawn.jsonl torch.json > bench/results.json
+// Rows named matmul_<dtype>_<variant>_... force one variant (for tuning matmulVariant); they have no baseline.
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
 import { cast, castBf16 } from '../src/kernels/cast.ts';
@@ -149,8 +153,8 @@ export function kernelCases(quick: boolean): Case[] {
   }
   const cases: Case[] = [matmulCase('AB', 4096, 4096, 4096)];
   // each variant where matmulVariant's thresholds switch (no PyTorch counterpart: for tuning them)
-  cases.push(matmulCase('AB', 4096, 4096, 4096, 'f32', 'tile64'), matmulCase('xWt', 16, 3072, 1024, 'f32', 'tile64'));
-  for (const v of ['tile64', 'tile128'] as const) {
+  cases.push(matmulCase('AB', 4096, 4096, 4096, 'f32', 'tile64v'), matmulCase('xWt', 16, 3072, 1024, 'f32', 'tile64v'));
+  for (const v of ['tile64', 'tile64v', 'tile128'] as const) {
     cases.push(matmulCase('xWt', 512, 3072, 1024, 'f32', v), matmulCase('xWt', 1024, 1024, 1024, 'f32', v));
     cases.push(matmulCase('xWt', 2048, 1024, 1024, 'f32', v));
   }

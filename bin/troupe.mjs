@@ -38,4 +38,5 @@ try {
   process.exit(1); // esbuild has printed the errors
 }
 renameSync(tmp, out);
+process.setSourceMapsEnabled(true); // stack traces name the .ts sources
 await import(pathToFileURL(out).href);

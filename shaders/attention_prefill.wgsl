@@ -3,7 +3,8 @@
 // (token, head of the GQA group) pair, so the heads sharing a kv head share every K/V tile loaded.
 // Head dims are stored as NS = ceil(HD/4) vec4 "slots"; slot s holds dims s, s+NS, s+2NS, s+3NS, so a
 // dot product over slots is the full dot product and each lane owns whole slots of the output.
-// Scores live in the log2 domain (scale2 = scale·log2 e) for exp2. Variant consts: HD (head dim).
+// Scores live in the log2 domain (scale2 = scale·log2 e) for exp2. Variant consts: HD (head dim) and
+// ROWS (4 or 8 query rows per thread: 8 halves the workgroup-memory reads per FMA where memory allows).
 struct Params { T: u32, nHeads: u32, nKv: u32, group: u32, numSeqs: u32, scale2: f32, _p0: u32, _p1: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -16,7 +17,8 @@ struct Params { T: u32, nHeads: u32, nKv: u32, group: u32, numSeqs: u32, scale2:
 
 const NS = (u32(HD) + 3u) / 4u;
 const KS = NS + 1u;          // padded stride of a key row in workgroup memory: lanes read distinct banks
-const BQ = 16u;              // query rows per workgroup: 4 row groups × 4 rows
+const BQ = 4u * u32(ROWS);   // query rows per workgroup: 4 row groups × ROWS rows
+const HALVES = u32(ROWS) / 4u;
 const BK = 32u;              // keys per tile = lanes per row group
 const WG = 128u;
 const MASKED = -3.0e38;      // score of a masked key (exp2 of it minus any max is 0)
@@ -24,8 +26,8 @@ const NO_ROW = 0xffffffffu;
 
 var<workgroup> qs: array<vec4f, BQ * NS>;
 var<workgroup> kv: array<vec4f, BK * KS>;       // the K tile, then the V tile
-var<workgroup> scores: array<vec4f, 4u * BK>;   // [row group][key], the 4 rows of a group in a vec4
-var<workgroup> probs: array<vec4f, 4u * BK>;
+var<workgroup> scores: array<vec4f, HALVES * 4u * BK>;   // [half][row group][key], 4 rows in a vec4
+var<workgroup> probs: array<vec4f, HALVES * 4u * BK>;
 var<workgroup> rowTok: array<u32, BQ>;
 var<workgroup> rowStart: array<u32, BQ>;
 var<workgroup> rowQ: array<u32, BQ>;            // token·nHeads + head, or NO_ROW past the end
@@ -116,15 +118,30 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   }
   let range = workgroupUniformLoad(&keyRange);
 
-  let r0 = rg * 4u;
-  let tok = vec4u(rowTok[r0], rowTok[r0 + 1u], rowTok[r0 + 2u], rowTok[r0 + 3u]);
-  let start = vec4u(rowStart[r0], rowStart[r0 + 1u], rowStart[r0 + 2u], rowStart[r0 + 3u]);
-  var m = vec4f(-1.0e30);
-  var l = vec4f(0.0);   // this lane's share of the row sums
+  let r0 = rg * u32(ROWS);
+  let r1 = r0 + 4u;   // second half of the thread's rows (ROWS == 8)
+  let tokA = vec4u(rowTok[r0], rowTok[r0 + 1u], rowTok[r0 + 2u], rowTok[r0 + 3u]);
+  let startA = vec4u(rowStart[r0], rowStart[r0 + 1u], rowStart[r0 + 2u], rowStart[r0 + 3u]);
+  var tokB = vec4u(0u);
+  var startB = vec4u(1u);
+  if (ROWS == 8) {
+    tokB = vec4u(rowTok[r1], rowTok[r1 + 1u], rowTok[r1 + 2u], rowTok[r1 + 3u]);
+    startB = vec4u(rowStart[r1], rowStart[r1 + 1u], rowStart[r1 + 2u], rowStart[r1 + 3u]);
+  }
+  let sa = rg * BK;              // this row group's scores/probs, first half
+  let sb = (4u + rg) * BK;       // second half
+  var mA = vec4f(-1.0e30);
+  var mB = vec4f(-1.0e30);
+  var lA = vec4f(0.0);   // this lane's share of the row sums
+  var lB = vec4f(0.0);
   var o0 = vec4f(0.0);
   var o1 = vec4f(0.0);
   var o2 = vec4f(0.0);
   var o3 = vec4f(0.0);
+  var o4 = vec4f(0.0);
+  var o5 = vec4f(0.0);
+  var o6 = vec4f(0.0);
+  var o7 = vec4f(0.0);
   for (var kb = range.x; kb < range.y; kb += BK) {
     for (var i = tid; i < BK * NS; i += WG) {
       let key = kb + i / NS;
@@ -133,27 +150,47 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
       kv[(i / NS) * KS + i % NS] = val;
     }
     workgroupBarrier();
-    var s = vec4f(0.0);
+    var s0 = vec4f(0.0);
+    var s1 = vec4f(0.0);
     for (var j = 0u; j < NS; j++) {
       let kk = kv[lane * KS + j];
-      s += vec4f(dot(qs[r0 * NS + j], kk), dot(qs[(r0 + 1u) * NS + j], kk),
-                 dot(qs[(r0 + 2u) * NS + j], kk), dot(qs[(r0 + 3u) * NS + j], kk));
+      s0 += vec4f(dot(qs[r0 * NS + j], kk), dot(qs[(r0 + 1u) * NS + j], kk),
+                  dot(qs[(r0 + 2u) * NS + j], kk), dot(qs[(r0 + 3u) * NS + j], kk));
+      if (ROWS == 8) {
+        s1 += vec4f(dot(qs[r1 * NS + j], kk), dot(qs[(r1 + 1u) * NS + j], kk),
+                    dot(qs[(r1 + 2u) * NS + j], kk), dot(qs[(r1 + 3u) * NS + j], kk));
+      }
     }
     let key = vec4u(kb + lane);
-    s = select(vec4f(MASKED), s * p.scale2, (key >= start) & (key <= tok));
-    scores[rg * BK + lane] = s;
+    s0 = select(vec4f(MASKED), s0 * p.scale2, (key >= startA) & (key <= tokA));
+    s1 = select(vec4f(MASKED), s1 * p.scale2, (key >= startB) & (key <= tokB));
+    scores[sa + lane] = s0;
+    if (ROWS == 8) { scores[sb + lane] = s1; }
     workgroupBarrier();
-    var mt = m;
-    for (var j = 0u; j < BK; j++) { mt = max(mt, scores[rg * BK + j]); }
-    let alpha = exp2(m - mt);
-    let pr = exp2(s - mt);
-    m = mt;
-    l = l * alpha + pr;
-    probs[rg * BK + lane] = pr;
-    o0 *= alpha.x;
-    o1 *= alpha.y;
-    o2 *= alpha.z;
-    o3 *= alpha.w;
+    var mtA = mA;
+    var mtB = mB;
+    for (var j = 0u; j < BK; j++) {
+      mtA = max(mtA, scores[sa + j]);
+      if (ROWS == 8) { mtB = max(mtB, scores[sb + j]); }
+    }
+    let alphaA = exp2(mA - mtA);
+    let alphaB = exp2(mB - mtB);
+    let pA = exp2(s0 - mtA);
+    let pB = exp2(s1 - mtB);
+    mA = mtA;
+    mB = mtB;
+    lA = lA * alphaA + pA;
+    lB = lB * alphaB + pB;
+    probs[sa + lane] = pA;
+    if (ROWS == 8) { probs[sb + lane] = pB; }
+    o0 *= alphaA.x;
+    o1 *= alphaA.y;
+    o2 *= alphaA.z;
+    o3 *= alphaA.w;
+    o4 *= alphaB.x;
+    o5 *= alphaB.y;
+    o6 *= alphaB.z;
+    o7 *= alphaB.w;
     for (var i = tid; i < BK * NS; i += WG) {
       let key = kb + i / NS;
       var val = vec4f(0.0);
@@ -163,22 +200,40 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     workgroupBarrier();
     if (lane < NS) {
       for (var j = 0u; j < BK; j++) {
-        let pj = probs[rg * BK + j];
         let vj = kv[j * KS + lane];
-        o0 += pj.x * vj;
-        o1 += pj.y * vj;
-        o2 += pj.z * vj;
-        o3 += pj.w * vj;
+        let pa = probs[sa + j];
+        o0 += pa.x * vj;
+        o1 += pa.y * vj;
+        o2 += pa.z * vj;
+        o3 += pa.w * vj;
+        if (ROWS == 8) {
+          let pb = probs[sb + j];
+          o4 += pb.x * vj;
+          o5 += pb.y * vj;
+          o6 += pb.z * vj;
+          o7 += pb.w * vj;
+        }
       }
     }
     workgroupBarrier();
   }
-  scores[rg * BK + lane] = l;
+  scores[sa + lane] = lA;
+  if (ROWS == 8) { scores[sb + lane] = lB; }
   workgroupBarrier();
-  var lt = vec4f(0.0);
-  for (var j = 0u; j < BK; j++) { lt += scores[rg * BK + j]; }
-  store_row(r0, lane, o0, m.x, lt.x);
-  store_row(r0 + 1u, lane, o1, m.y, lt.y);
-  store_row(r0 + 2u, lane, o2, m.z, lt.z);
-  store_row(r0 + 3u, lane, o3, m.w, lt.w);
+  var ltA = vec4f(0.0);
+  var ltB = vec4f(0.0);
+  for (var j = 0u; j < BK; j++) {
+    ltA += scores[sa + j];
+    if (ROWS == 8) { ltB += scores[sb + j]; }
+  }
+  store_row(r0, lane, o0, mA.x, ltA.x);
+  store_row(r0 + 1u, lane, o1, mA.y, ltA.y);
+  store_row(r0 + 2u, lane, o2, mA.z, ltA.z);
+  store_row(r0 + 3u, lane, o3, mA.w, ltA.w);
+  if (ROWS == 8) {
+    store_row(r1, lane, o4, mB.x, ltB.x);
+    store_row(r1 + 1u, lane, o5, mB.y, ltB.y);
+    store_row(r1 + 2u, lane, o6, mB.z, ltB.z);
+    store_row(r1 + 3u, lane, o7, mB.w, ltB.w);
+  }
 }

@@ -28,6 +28,11 @@ fn dots(w: vec4<f32>, r0: u32, k4: u32, K4: u32) -> vec4<f32> {
   );
 }
 
+// dots over four weight vec4s at k4, k4 + LANES, k4 + 2·LANES, k4 + 3·LANES.
+fn dots4(w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>, r0: u32, k4: u32, K4: u32) -> vec4<f32> {
+  return dots(w0, r0, k4, K4) + dots(w1, r0, k4 + LANES, K4) + dots(w2, r0, k4 + 2u * LANES, K4) + dots(w3, r0, k4 + 3u * LANES, K4);
+}
+
 fn store(m: u32, n: u32, v: f32) {
   if (m >= ROWS) { return; }
   var r = p.alpha * v;
@@ -46,17 +51,19 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
   if (n < p.N) {
-    // two weight loads in flight per thread (latency, not bandwidth, limits a lone load per step)
+    // four weight loads in flight per thread: latency, not bandwidth, limits one load per step
     var k4 = lane;
-    for (; k4 + LANES < K4; k4 += 2u * LANES) {
+    for (; k4 + 3u * LANES < K4; k4 += 4u * LANES) {
       let w0 = vec4<f32>(b[n * K4 + k4]);
       let w1 = vec4<f32>(b[n * K4 + k4 + LANES]);
-      acc0 += dots(w0, 0u, k4, K4) + dots(w1, 0u, k4 + LANES, K4);
-      if (ROW_GROUPS > 1u) { acc1 += dots(w0, 4u, k4, K4) + dots(w1, 4u, k4 + LANES, K4); }
-      if (ROW_GROUPS > 2u) { acc2 += dots(w0, 8u, k4, K4) + dots(w1, 8u, k4 + LANES, K4); }
-      if (ROW_GROUPS > 3u) { acc3 += dots(w0, 12u, k4, K4) + dots(w1, 12u, k4 + LANES, K4); }
+      let w2 = vec4<f32>(b[n * K4 + k4 + 2u * LANES]);
+      let w3 = vec4<f32>(b[n * K4 + k4 + 3u * LANES]);
+      acc0 += dots4(w0, w1, w2, w3, 0u, k4, K4);
+      if (ROW_GROUPS > 1u) { acc1 += dots4(w0, w1, w2, w3, 4u, k4, K4); }
+      if (ROW_GROUPS > 2u) { acc2 += dots4(w0, w1, w2, w3, 8u, k4, K4); }
+      if (ROW_GROUPS > 3u) { acc3 += dots4(w0, w1, w2, w3, 12u, k4, K4); }
     }
-    if (k4 < K4) {
+    for (; k4 < K4; k4 += LANES) {
       let w = vec4<f32>(b[n * K4 + k4]);
       acc0 += dots(w, 0u, k4, K4);
       if (ROW_GROUPS > 1u) { acc1 += dots(w, 4u, k4, K4); }

@@ -1,7 +1,7 @@
 """PyTorch (CUDA) baselines for bench/kernels.ts: the same benchmark names, shapes and timing method
-(one warm-up round, then the median of 5 repeats of 10 launches; CUDA events), and the same nominal
-work per name (FLOPs, or bytes read once + written once for memory-bound ops), so that the ratio of
-values is the ratio of times.
+(one warm-up round, then the median of 5 repeats of 10 launches, wall clock around synchronize), and
+the same nominal work per name (FLOPs, or bytes read once + written once for memory-bound ops), so
+the ratio of values is the ratio of times.
 
 fp32 matmuls run with TF32 off. `matmul_f16w_*` (troupe: f32 activations x f16 weights, f32 accumulate)
 has no mixed-dtype counterpart in PyTorch: its baseline runs both operands in fp16 on tensor cores.
@@ -13,6 +13,7 @@ import argparse
 import json
 import re
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -105,18 +106,18 @@ def case(name):
 
 
 def seconds_per_launch(fn):
+    """Wall clock around synchronize, as troupe times around gpu.sync(): small kernels pay launch and
+    sync overhead on both sides alike (CUDA events would time the GPU alone)."""
     for _ in range(LAUNCHES):
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(REPEATS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+        t0 = time.perf_counter()
         for _ in range(LAUNCHES):
             fn()
-        end.record()
         torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1000 / LAUNCHES)
+        times.append((time.perf_counter() - t0) / LAUNCHES)
     return sorted(times)[len(times) // 2]
 
 

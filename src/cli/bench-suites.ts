@@ -3,6 +3,8 @@ import { benchAttention } from '../../bench/attention.ts';
 import { benchKernels } from '../../bench/kernels.ts';
 import { benchInference } from '../../bench/inference.ts';
 import { benchLoad } from '../../bench/load.ts';
+import { benchRollout } from '../../bench/rollout.ts';
+import { benchTraining } from '../../bench/training.ts';
 import type { BenchRow } from '../../bench/results.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 
@@ -32,5 +34,17 @@ export const BENCH_SUITES: BenchSuite[] = [
     summary: 'Qwen3 prefill and decode tokens/s with random weights (bench/inference.ts)',
     options: { preset: { type: 'string', help: 'model shape: Qwen3-0.6B (default), Qwen3-1.7B, Qwen3-4B' } },
     run: (gpu, o) => benchInference(gpu, { quick: o.quick, filter: o.filter, preset: typeof o.extra.preset === 'string' ? o.extra.preset : undefined }),
+  },
+  {
+    name: 'rollout',
+    summary: '256 GRPO-shaped generations through the rollout engine, tokens/s, with and without 3 LoRA adapters (bench/rollout.ts)',
+    options: { preset: { type: 'string', help: 'model shape: Qwen3-0.6B (default), Qwen3-1.7B, Qwen3-4B' } },
+    run: (gpu, o) => benchRollout(gpu, { quick: o.quick, filter: o.filter, preset: typeof o.extra.preset === 'string' ? o.extra.preset : undefined }),
+  },
+  {
+    name: 'training',
+    summary: 'one LoRA r64 step (forward + backward + AdamW) on 8 × 1024 tokens: tokens/s, peak memory, largest buffer (bench/training.ts)',
+    options: { preset: { type: 'string', help: 'model shape: Qwen3-0.6B (default), Qwen3-1.7B, Qwen3-4B' } },
+    run: (gpu, o) => benchTraining(gpu, { quick: o.quick, filter: o.filter, preset: typeof o.extra.preset === 'string' ? o.extra.preset : undefined }),
   },
 ];

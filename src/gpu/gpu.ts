@@ -102,6 +102,8 @@ export class Gpu {
   private lostInfo: GPUDeviceLostInfo | null = null;
   private destroyed = false;
   private lastKernels: string[] = [];
+  /** Staging buffers of writes recorded in the open batch, destroyed once it is submitted. */
+  private staging: GPUBuffer[] = [];
 
   private constructor(
     readonly device: GPUDevice,
@@ -217,8 +219,6 @@ export class Gpu {
     if (off + bytes.byteLength > t.buffer.size) {
       throw new GpuLimitError(`write to ${t.label}: ${bytes.byteLength} bytes at ${off} overflow its ${t.buffer.size}-byte buffer`);
     }
-    // queue.writeBuffer runs before not-yet-submitted commands: submit them first to keep program order.
-    if (this.batchLabels.length) this.flush();
     let len = bytes.byteLength;
     let src: Uint8Array = new Uint8Array(bytes.buffer, bytes.byteOffset, len);
     if (len % 4) {
@@ -227,7 +227,19 @@ export class Gpu {
       src = padded;
       len = padded.length;
     }
-    this.device.queue.writeBuffer(t.buffer, off, src as Uint8Array<ArrayBuffer>, 0, len);
+    if (!this.batchLabels.length) {
+      this.device.queue.writeBuffer(t.buffer, off, src as Uint8Array<ArrayBuffer>, 0, len);
+      return;
+    }
+    // queue.writeBuffer would run before the commands recorded so far: go through a staging buffer
+    // copied in the batch instead, which keeps program order without a submit.
+    const staging = this.device.createBuffer({ size: len, usage: GPUBufferUsage.COPY_SRC, mappedAtCreation: true, label: `write ${t.label}` });
+    new Uint8Array(staging.getMappedRange()).set(src.subarray(0, len));
+    staging.unmap();
+    this.endPass();
+    this.encoder!.copyBufferToBuffer(staging, 0, t.buffer, off, len);
+    this.batchLabels.push(`write ${t.label}`);
+    this.staging.push(staging);
   }
 
   /** Reads a tensor back: Float32Array for f32 and f16 (converted), Uint32Array/Int32Array otherwise. */
@@ -390,6 +402,7 @@ export class Gpu {
     const labels = this.batchLabels;
     this.lastKernels = labels;
     this.device.queue.submit([this.encoder.finish()]);
+    for (const b of this.staging.splice(0)) b.destroy();
     this.encoder = null;
     this.batchLabels = [];
     this.profiler?.collect();

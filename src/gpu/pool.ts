@@ -55,6 +55,11 @@ export class BufferPool {
     list.push(buf);
   }
 
+  /** Starts a new peak measurement from what is allocated now. */
+  resetPeak(): void {
+    this.stats.peakBytes = this.stats.liveBytes + this.stats.pooledBytes;
+  }
+
   /** Destroys pooled (unused) buffers. */
   trim(): void {
     for (const list of this.free.values()) for (const b of list) b.destroy();

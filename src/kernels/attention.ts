@@ -16,7 +16,7 @@ export interface AttentionDims {
   scale?: number;
 }
 
-/** Query rows (token, head of a GQA group) per workgroup in the forward kernels. */
+/** Query rows (token, head of a GQA group) per workgroup in the tiled paged kernel (prefill: 4 × rows per thread). */
 const BQ = 16;
 const LOG2E = Math.LOG2E;
 /** Largest head dim: 4 slots of 32 lanes. */
@@ -33,13 +33,18 @@ function checkDims(kernel: string, d: AttentionDims): { group: number; scale: nu
 }
 
 /** Workgroup memory (bytes) of each entry point for a head dim, as declared in its shader. */
-export function workgroupBytes(kernel: 'prefill' | 'paged' | 'decode' | 'dkdv' | 'dq', headDim: number): number {
+export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'decode' | 'dkdv' | 'dq', headDim: number): number {
   const ns = Math.ceil(headDim / 4);
   const vec4 = 16;
   switch (kernel) {
-    case 'prefill':
-    case 'paged': // q tile, k/v tile (padded rows), scores, probs, row metadata
-      return vec4 * (16 * ns + 32 * (ns + 1) + 2 * 4 * 32) + 4 * (3 * 16 + 2 + (kernel === 'paged' ? 32 : 0));
+    case 'prefill4':
+    case 'prefill8': {
+      // q tile, k/v tile (padded rows), scores, probs, row metadata
+      const halves = kernel === 'prefill8' ? 2 : 1;
+      return vec4 * (16 * halves * ns + 32 * (ns + 1) + 2 * halves * 4 * 32) + 4 * (3 * 16 * halves + 2);
+    }
+    case 'paged':
+      return vec4 * (16 * ns + 32 * (ns + 1) + 2 * 4 * 32) + 4 * (2 * 16 + 32 + 2);
     case 'decode':
       return vec4 * (4 * Math.max(1, Math.floor(headDim / 4)) + 2 * 128 + 8 + 4 * 4 * 32) + 4 * (128 + 8 + 2);
     case 'dkdv':
@@ -76,9 +81,14 @@ function checkGrid(kernel: string, x: number): void {
   if (x > MAX_WORKGROUPS) throw new ShapeError(`${kernel}: ${x} query tiles exceed ${MAX_WORKGROUPS} workgroups; split the batch`);
 }
 
+/** Query rows per thread of attentionPrefill: 8 where the device's workgroup memory holds that tile, else 4. */
+export function prefillRows(gpu: Gpu, headDim: number): 4 | 8 {
+  return workgroupBytes('prefill8', headDim) <= gpu.limits.maxComputeWorkgroupStorageSize ? 8 : 4;
+}
+
 /** Training / plain prefill: causal attention over packed contiguous sequences. seqStarts: u32 [S+1] cumulative
  *  offsets (seqStarts[S] = T). Returns o [T, nHeads, hd] f32 and lse [T, nHeads] f32 (log-sum-exp of the scaled
- *  scores, saved for backward). */
+ *  scores, saved for backward). rowsPerThread picks the kernel variant (default: prefillRows). */
 export function attentionPrefill(
   gpu: Gpu,
   q: Tensor,
@@ -88,6 +98,7 @@ export function attentionPrefill(
   numSeqs: number,
   dims: AttentionDims,
   out: { o?: Tensor; lse?: Tensor } = {},
+  rowsPerThread: 4 | 8 = prefillRows(gpu, dims.headDim),
 ): { o: Tensor; lse: Tensor } {
   const name = 'attention_prefill';
   const { group, scale } = checkDims(name, dims);
@@ -99,12 +110,12 @@ export function attentionPrefill(
   expectSize(name, lse, T * dims.nHeads);
   expectDtype(name, o, 'f32');
   expectDtype(name, lse, 'f32');
-  const tiles = ceilDiv(T * group, BQ);
+  const tiles = ceilDiv(T * group, 4 * rowsPerThread);
   checkGrid(name, tiles);
-  checkWorkgroupMemory(gpu, name, 'prefill', dims.headDim);
+  checkWorkgroupMemory(gpu, name, rowsPerThread === 8 ? 'prefill8' : 'prefill4', dims.headDim);
   gpu.dispatch({
     shader: 'attention_prefill',
-    variant: { consts: { HD: dims.headDim } },
+    variant: { consts: { HD: dims.headDim, ROWS: rowsPerThread } },
     uniforms: new Uniforms().u32(T).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(numSeqs).f32(scale * LOG2E).u32(0).u32(0),
     bindings: [q, k, v, seqStarts, o, lse],
     workgroups: [tiles, dims.nKv],

@@ -1,8 +1,9 @@
 // out[M, N] = alpha·op(a)·op(b) (+ out): the one matmul entry point. Numbered shaders, picked by shape:
 //   matmul_rows    M <= 16, b stored [N, K] (decode, x·Wᵀ): memory bound; each weight read once for all rows.
 //   matmul_tile128 vec4-aligned operands and enough 128x128 tiles to fill a large GPU: 8x8 outputs/thread.
-//   matmul_tile64  everything else (any M, N, K, layout): bounds-checked 64x64 tile, 4x4 outputs/thread;
-//                  split along K (+ matmul_splitk to sum) when few output tiles face a long K (LoRA grads).
+//   matmul_tile64v vec4-aligned operands, smaller products: 64x64 tile, 4x4 outputs/thread, vec4 loads.
+//   matmul_tile64  everything else (any M, N, K, layout): the same tile with scalar bounds-checked loads.
+// Both 64-tiles split along K (+ matmul_splitk to sum) when few output tiles face a long K (LoRA grads).
 // a and b are f32, or f16 storage when gpu.f16; accumulation and out are f32.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
@@ -19,7 +20,7 @@ export interface MatmulOptions {
   label?: string;
 }
 
-export type MatmulVariant = 'rows' | 'tile128' | 'tile64';
+export type MatmulVariant = 'rows' | 'tile128' | 'tile64v' | 'tile64';
 
 export interface MatmulShape {
   M: number;
@@ -33,17 +34,17 @@ export interface MatmulShape {
 export const ROWS_MAX_M = 16;
 /** Output columns per workgroup of matmul_rows. */
 const ROWS_COLS_PER_WORKGROUP = 8;
-/** Below this many 128x128 tiles a big GPU (132 SMs on an H200) idles: the 64x64 tile gives 4x more workgroups. */
+/** Below this many 128x128 tiles a big GPU (132 SMs on an H200) idles: a 64x64 tile gives 4x more workgroups. */
 const TILE128_MIN_WORKGROUPS = 128;
 
-/** Split-K for tile64: below this many output tiles, a K of at least SPLIT_MIN_K is cut into slices. */
+/** Split-K for the 64-tiles: below this many output tiles, a K of at least SPLIT_MIN_K is cut into slices. */
 const SPLIT_MAX_TILES = 64;
 const SPLIT_MIN_K = 1024;
 /** Workgroups split-K aims for, and the least depth one slice keeps. */
 const SPLIT_TARGET_WORKGROUPS = 128;
 const SPLIT_MIN_CHUNK = 256;
 
-/** Depth of each K slice of matmul_tile64 (a multiple of its 16-deep tile) and how many slices there are. */
+/** Depth of each K slice of matmul_tile64/tile64v (a multiple of its 16-deep tile) and how many slices there are. */
 export function matmulSplit(s: MatmulShape): { splits: number; kChunk: number } {
   const tiles = ceilDiv(s.M, 64) * ceilDiv(s.N, 64);
   if (tiles >= SPLIT_MAX_TILES || s.K < SPLIT_MIN_K) return { splits: 1, kChunk: ceilDiv(s.K, 16) * 16 };
@@ -58,6 +59,7 @@ export function matmulSupports(v: MatmulVariant, s: MatmulShape): boolean {
     case 'rows':
       return s.M <= ROWS_MAX_M && s.transB && !s.transA && s.K % 4 === 0;
     case 'tile128':
+    case 'tile64v':
       // each operand is read as vec4 along its stored-contiguous dimension
       return (s.transA ? s.M : s.K) % 4 === 0 && (s.transB ? s.K : s.N) % 4 === 0;
     case 'tile64':
@@ -65,13 +67,13 @@ export function matmulSupports(v: MatmulVariant, s: MatmulShape): boolean {
   }
 }
 
-/** The variant matmul() runs for this shape. */
-export function matmulVariant(s: MatmulShape): MatmulVariant {
-  if (matmulSupports('rows', s)) return 'rows';
-  if (s.M > ROWS_MAX_M && matmulSupports('tile128', s) && ceilDiv(s.M, 128) * ceilDiv(s.N, 128) >= TILE128_MIN_WORKGROUPS) {
-    return 'tile128';
-  }
-  return 'tile64';
+/** The variant matmul() runs for this shape. Under SwiftShader the rows kernel runs 5-10x slower than
+ * a 64-tile on decode shapes (measured: 335-560 ms vs 60 ms for [1,64]·[160,64]ᵀ), so it is skipped there. */
+export function matmulVariant(s: MatmulShape, swiftShader = false): MatmulVariant {
+  if (!swiftShader && matmulSupports('rows', s)) return 'rows';
+  if (!matmulSupports('tile128', s)) return 'tile64';
+  if (s.M > ROWS_MAX_M && ceilDiv(s.M, 128) * ceilDiv(s.N, 128) >= TILE128_MIN_WORKGROUPS) return 'tile128';
+  return 'tile64v';
 }
 
 export function matmul(gpu: Gpu, a: Tensor, b: Tensor, opts: MatmulOptions = {}): Tensor {
@@ -106,7 +108,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   if (out.buffer === a.buffer || out.buffer === b.buffer) throw new ShapeError(`${name}: ${out.label} aliases an input`);
 
   const shape = { M, N, K, transA, transB };
-  const v = variant ?? matmulVariant(shape);
+  const v = variant ?? matmulVariant(shape, gpu.report.cpuDriver === 'SwiftShader');
   if (!matmulSupports(v, shape)) throw new ShapeError(`${name}: variant ${v} cannot compute ${M}x${N}x${K} (transA ${transA}, transB ${transB})`);
   const dispatch = (target: Tensor, uniforms: Uniforms, workgroups: readonly [number, number?, number?]) =>
     gpu.dispatch({

@@ -30,6 +30,27 @@ export interface TrainBatch {
   targets: Uint32Array;
 }
 
+/** Packs sequences for next-token prediction: position t of a sequence predicts its token t+1; each
+ * sequence's last position predicts nothing (mask 0, target 0). mask f32 [T] and seqStarts [S+1] are
+ * what nllLoss / policyLoss take. */
+export function nextTokenBatch(seqs: readonly (readonly number[])[]): TrainBatch & { mask: Float32Array; seqStarts: Uint32Array } {
+  if (!seqs.length || seqs.some((s) => s.length < 1)) throw new ModelInputError('nextTokenBatch: every sequence needs at least one token');
+  const ids = Uint32Array.from(seqs.flat());
+  const targets = new Uint32Array(ids.length);
+  const mask = new Float32Array(ids.length);
+  const seqStarts = new Uint32Array(seqs.length + 1);
+  let o = 0;
+  seqs.forEach((s, i) => {
+    for (let t = 0; t + 1 < s.length; t++) {
+      targets[o + t] = s[t + 1]!;
+      mask[o + t] = 1;
+    }
+    o += s.length;
+    seqStarts[i + 1] = o;
+  });
+  return { ids, targets, seqLens: seqs.map((s) => s.length), mask, seqStarts };
+}
+
 export interface TokenStats {
   /** log softmax(logits / T)[target] per position, f32 [T]. */
   logp: Tensor;

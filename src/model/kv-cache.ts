@@ -103,9 +103,11 @@ export class KvCache {
     for (let p = numPages - 1; p >= 0; p--) this.free.push(p);
   }
 
-  /** Pages that fit in `bytes` of K+V storage over all layers. */
-  static pagesForBudget(bytes: number, opts: Omit<KvCacheOptions, 'numPages'>): number {
-    const per = opts.layers * 2 * (opts.pageSize ?? 16) * opts.nKv * opts.headDim * ((opts.dtype ?? 'f16') === 'f16' ? 2 : 4);
+  /** Pages that fit in `bytes` of K+V storage over all layers. Pass the gpu to resolve dtype 'f16' as the
+   *  constructor does (f32 storage without shader-f16). */
+  static pagesForBudget(bytes: number, opts: Omit<KvCacheOptions, 'numPages'>, gpu?: Gpu): number {
+    const f16 = (opts.dtype ?? 'f16') === 'f16' && (gpu?.f16 ?? true);
+    const per = opts.layers * 2 * (opts.pageSize ?? 16) * opts.nKv * opts.headDim * (f16 ? 2 : 4);
     return Math.floor(bytes / per);
   }
 
@@ -140,6 +142,21 @@ export class KvCache {
   private checkPage(p: number, op: string): void {
     if (!Number.isInteger(p) || p < 0 || p >= this.numPages) throw new KvCacheError(`KvCache.${op}: page ${p} out of range [0, ${this.numPages})`);
     if (this.refs[p] === 0) throw new KvCacheError(`KvCache.${op}: page ${p} is not allocated`);
+  }
+
+  /** Copies page `from` to page `to` in every layer's K and V (copy-on-write of a shared, partly filled page). */
+  copyPage(from: number, to: number): void {
+    this.checkPage(from, 'copyPage');
+    this.checkPage(to, 'copyPage');
+    const bytes = this.pageSize * this.nKv * this.headDim * (this.dtype === 'f16' ? 2 : 4);
+    if (bytes % 4) throw new KvCacheError(`KvCache.copyPage: a page is ${bytes} bytes, not a multiple of 4 (WebGPU copies need that)`);
+    // WebGPU copies never have the same buffer as source and destination: go through a staging page.
+    const tmp = this.gpu.tensor([this.pageSize, this.nKv, this.headDim], this.dtype, 'kv_cache.page');
+    for (const t of [...this.k, ...this.v]) {
+      this.gpu.copy(t, tmp, bytes, from * bytes, 0);
+      this.gpu.copy(tmp, t, bytes, 0, to * bytes);
+    }
+    tmp.release();
   }
 
   /** Scatters new tokens' K and V ([Tq, nKv, headDim], f32 or f16) into their cache slots (u32 [Tq]). */

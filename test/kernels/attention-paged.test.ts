@@ -133,6 +133,17 @@ describe('KvCache', () => {
     expect(cache.freePages).toBe(4);
     expect(() => cache.release([a[0]!])).toThrow(/not allocated/);
     expect(() => cache.buildBatch([{ pages: [0], cachedLen: 10, newTokens: 7 }])).toThrow(/needs 17 tokens but has 1 pages/);
+    const b = cache.allocate(2);
+    const pageVals = randn(16 * 8, 5, 1);
+    const src = gpu.upload(pageVals, [16, 1, 8], 'f32', 'pageK');
+    const fill = cache.buildBatch([{ pages: [b[0]!], cachedLen: 0, newTokens: 16 }]);
+    cache.write(0, src, src, fill.slots);
+    cache.copyPage(b[0]!, b[1]!);
+    const all = await gpu.readF32(cache.v[0]!);
+    const elems = 16 * 8;
+    expect(Array.from(all.subarray(b[1]! * elems, (b[1]! + 1) * elems))).toEqual(Array.from(cache.dtype === 'f16' ? roundF16(pageVals) : pageVals));
+    releaseBatch(fill);
+    cache.release(b);
     expect(KvCache.pagesForBudget(1 << 20, { layers: 2, nKv: 2, headDim: 64, dtype: 'f16' })).toBe(Math.floor((1 << 20) / (2 * 2 * 16 * 2 * 64 * 2)));
     cache.destroy();
   });

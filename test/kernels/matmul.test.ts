@@ -13,8 +13,8 @@ const LAYOUTS: Layout[] = [
   [true, false],
   [true, true],
 ];
-// Odd edges (tile64), M <= 16 with K % 4 == 0 (rows), vec4-aligned past one 128 tile (tile128),
-// few output tiles with a long K (tile64 split along K).
+// Odd edges (tile64), M <= 16 with K % 4 == 0 (rows), vec4-aligned past one 64 / 128 tile (tile64v,
+// tile128), few output tiles with a long K (64-tiles split along K).
 const SHAPES: Shape[] = [
   [1, 1, 1],
   [3, 5, 7],
@@ -34,7 +34,7 @@ const F16_SHAPES: Shape[] = [
   [17, 33, 65],
   [132, 136, 52],
 ];
-const VARIANTS: MatmulVariant[] = ['tile64', 'tile128', 'rows'];
+const VARIANTS: MatmulVariant[] = ['tile64', 'tile64v', 'tile128', 'rows'];
 
 const layoutName = ([ta, tb]: Layout) => `${ta ? 'Aᵀ' : 'A'}·${tb ? 'Bᵀ' : 'B'}`;
 
@@ -53,7 +53,7 @@ function cases(shapes: Shape[]): [MatmulVariant, Layout, Shape][] {
 }
 
 describe('matmul', () => {
-  it('chooses rows for decode, tile128 for large aligned products, tile64 otherwise', () => {
+  it('chooses rows for decode, tile128 / tile64v for large / small aligned products, tile64 otherwise', () => {
     const xWt = (M: number, N: number, K: number) => matmulVariant({ M, N, K, transA: false, transB: true });
     expect(xWt(1, 3072, 1024)).toBe('rows');
     expect(xWt(16, 151_936, 1024)).toBe('rows');
@@ -61,7 +61,9 @@ describe('matmul', () => {
     expect(xWt(2048, 3072, 1023)).toBe('tile64');
     expect(xWt(17, 33, 65)).toBe('tile64');
     expect(matmulVariant({ M: 4096, N: 4096, K: 4096, transA: true, transB: false })).toBe('tile128');
-    expect(matmulVariant({ M: 8, N: 1024, K: 1024, transA: false, transB: false })).toBe('tile64');
+    expect(xWt(512, 1024, 1024)).toBe('tile64v');
+    expect(matmulVariant({ M: 8, N: 1024, K: 1024, transA: false, transB: false })).toBe('tile64v');
+    expect(matmulVariant({ M: 16, N: 1024, K: 8192, transA: true, transB: false })).toBe('tile64v');
   });
 
   it('splits K only for few output tiles and a long K, in 16-deep multiples covering K', () => {

@@ -4,7 +4,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { Tensor } from '../../src/gpu/tensor.ts';
-import { lossAndGradients, type TrainBatch } from '../../src/model/backward.ts';
+import { lossAndGradients, nextTokenBatch } from '../../src/model/backward.ts';
 import { fullParameters, type LoraAdapter } from '../../src/model/lora.ts';
 import { loadPeft } from '../../src/model/peft.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
@@ -15,24 +15,6 @@ import { nllLoss, releaseLossResult } from '../../src/rl/loss.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { relError } from '../helpers/random.ts';
 import { FIXTURE_MODELS, readFixture } from '../helpers/tiny-qwen3.ts';
-
-/** Predict ids[1:] from ids[:-1] of each sequence: targets shifted, the last position masked out. */
-function nextTokenBatch(seqs: number[][]): TrainBatch & { mask: Float32Array; seqStarts: Uint32Array } {
-  const ids = Uint32Array.from(seqs.flat());
-  const targets = new Uint32Array(ids.length);
-  const mask = new Float32Array(ids.length);
-  const seqStarts = new Uint32Array(seqs.length + 1);
-  let o = 0;
-  seqs.forEach((s, i) => {
-    for (let t = 0; t + 1 < s.length; t++) {
-      targets[o + t] = s[t + 1]!;
-      mask[o + t] = 1;
-    }
-    o += s.length;
-    seqStarts[i + 1] = o;
-  });
-  return { ids, targets, seqLens: seqs.map((s) => s.length), mask, seqStarts };
-}
 
 async function nll(gpu: Gpu, model: Qwen3Model, seqs: number[][], opts: Parameters<typeof lossAndGradients>[3] = {}): Promise<number> {
   const b = nextTokenBatch(seqs);

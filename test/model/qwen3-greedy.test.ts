@@ -1,9 +1,9 @@
-// Greedy continuations through the paged KV cache equal Hugging Face's generate(do_sample=False).
+// Greedy continuations through the rollout engine (paged KV cache) equal Hugging Face's greedy tokens.
 import { describe, expect, it } from 'vitest';
-import { generate } from '../../src/model/generate.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
 import { DirectorySource } from '../../src/model/source.ts';
 import { loadQwen3 } from '../../src/model/weights.ts';
+import { RolloutEngine } from '../../src/rollout/engine.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { FIXTURE_MODELS, readFixture } from '../helpers/tiny-qwen3.ts';
 
@@ -17,8 +17,10 @@ describe('greedy generation vs transformers', () => {
       const model = new Qwen3Model(gpu, config, weights);
       const prompt = Array.from(ref.get('greedy_prompt')!.values);
       const want = Array.from(ref.get('greedy_ids')!.values).slice(-12); // the 12 new tokens
-      const [got] = await generate(model, [prompt], { greedy: true, maxNewTokens: 12 });
-      expect(got).toEqual(want);
+      const engine = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32' });
+      const got = await engine.generate('test', prompt, { maxNewTokens: 12, temperature: 0, ignoreEos: true });
+      expect(got.ids).toEqual(want);
+      await engine.close();
       model.release();
     });
   }

@@ -6,10 +6,9 @@ import type { Tensor } from '../../src/gpu/tensor.ts';
 import { matmul } from '../../src/kernels/matmul.ts';
 import type { LinearAdapter, LinearModule } from '../../src/model/adapter.ts';
 import type { Qwen3Config } from '../../src/model/config.ts';
-import { generate } from '../../src/model/generate.ts';
 import { KvCache, releaseBatch } from '../../src/model/kv-cache.ts';
 import { Qwen3Model, releaseLayerSaved, type LayerSaved } from '../../src/model/qwen3.ts';
-import { argmax } from '../../src/rollout/sample-cpu.ts';
+import { RolloutEngine } from '../../src/rollout/engine.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randInts, randn, relError } from '../helpers/random.ts';
 import { randomWeightMap, tinyConfig, uploadWeights } from '../helpers/tiny-qwen3.ts';
@@ -83,12 +82,21 @@ describe('Qwen3Model', () => {
     });
   }
 
-  it('greedy generate through the cache equals greedy over full recomputes', async () => {
+  /** Greedy continuations through the rollout engine (paged cache, GPU argmax); stopIds end a sequence. */
+  async function greedy(model: Qwen3Model, prompts: number[][], maxNewTokens: number, stopIds: number[] = []): Promise<number[][]> {
+    const engine = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', stopIds });
+    const out = await Promise.all(prompts.map((p) => engine.generate('test', p, { maxNewTokens, temperature: 0 })));
+    await engine.close();
+    return out.map((r) => r.ids);
+  }
+  const argmax = (row: number[]) => row.indexOf(Math.max(...row));
+
+  it('greedy generation through the cache equals greedy over full recomputes', async () => {
     const gpu = await testGpu();
     const c = CONFIGS[0]![1];
     const { model } = await build(gpu, c, 7);
     const prompts = [Array.from(randInts(4, 8, c.vocabSize)), Array.from(randInts(9, 9, c.vocabSize))];
-    const out = await generate(model, prompts, { greedy: true, maxNewTokens: 4 });
+    const out = await greedy(model, prompts, 4);
     // Teacher-forced full forward of prompt + continuation: each new token is the argmax of the row before it.
     const seqs = prompts.map((p, s) => [...p, ...out[s]!]);
     const logits = await gpu.readF32(model.forward({ ids: Uint32Array.from(seqs.flat()), seqLens: seqs.map((q) => q.length) }));
@@ -102,7 +110,7 @@ describe('Qwen3Model', () => {
     // A stop id ends its sequence early (and is kept) while the other runs on.
     const stop = out[0]![1]!;
     const upTo = (seq: number[]) => (seq.includes(stop) ? seq.slice(0, seq.indexOf(stop) + 1) : seq);
-    const stopped = await generate(model, prompts, { greedy: true, maxNewTokens: 4, stopIds: [stop] });
+    const stopped = await greedy(model, prompts, 4, [stop]);
     expect(stopped).toEqual([upTo(out[0]!), upTo(out[1]!)]);
   });
 
@@ -184,6 +192,18 @@ describe('Qwen3Model', () => {
     const a = await gpu.readF32(f32.model.forward({ ids, seqLens: [11] }));
     const b = await gpu.readF32(f16.forward({ ids, seqLens: [11] }));
     expect(relError(b, a)).toBeLessThan(1e-2);
+    // The f16 KV cache: prefill 8 tokens into it, then 3 more, against the f16 model without a cache.
+    const kv = new KvCache(gpu, { layers: c.numLayers, nKv: c.numKvHeads, headDim: c.headDim, numPages: 1, dtype: 'f16' });
+    expect(kv.dtype).toBe('f16');
+    const pages = kv.allocate(1);
+    const rows: number[] = [];
+    for (const [cachedLen, n] of [[0, 8], [8, 3]] as const) {
+      const batch = kv.buildBatch([{ pages, cachedLen, newTokens: n }]);
+      rows.push(...(await gpu.readF32(f16.forward({ ids: ids.subarray(cachedLen, cachedLen + n), seqLens: [n], cache: { kv, batch } }))));
+      releaseBatch(batch);
+    }
+    expect(relError(rows, b)).toBeLessThan(5e-3);
+    kv.destroy();
   });
 
   it('rejects inconsistent batches, naming the problem', async () => {

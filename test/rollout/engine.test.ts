@@ -41,6 +41,9 @@ function engine(opts: ConstructorParameters<typeof RolloutEngine>[2] = {}): Roll
 
 const greedy: GenerateOptions = { maxNewTokens: 12, temperature: 0, ignoreEos: true };
 
+// Generous: SwiftShader compiles every pipeline on first use.
+const SLOW = 600_000;
+
 describe('RolloutEngine', () => {
   it('batched greedy equals one-at-a-time equals transformers', async () => {
     const e = engine();
@@ -56,7 +59,7 @@ describe('RolloutEngine', () => {
     expect(e.stats.maxConcurrent).toBe(3);
     e.clearPrefixCache();
     expect(e.freePages).toBe(e.kv.numPages);
-  });
+  }, SLOW);
 
   it('a batch mixing adapters equals separate runs', async () => {
     const e = engine();
@@ -73,7 +76,7 @@ describe('RolloutEngine', () => {
     const base = await e.generate('frozen', prompts[0]!, greedy);
     expect(base.ids).not.toEqual(separate[0]!.ids);
     expect(mixed[0]!.adapter).toBe('solver');
-  });
+  }, SLOW);
 
   it('seeded sampling is reproducible and independent of the batch', async () => {
     const e = engine();
@@ -90,7 +93,7 @@ describe('RolloutEngine', () => {
     expect(crowd[1]!.ids).toEqual(alone.ids);
     expect(crowd[2]!.ids).not.toEqual(alone.ids);
     alone.logprobs.forEach((lp) => expect(lp).toBeLessThan(0));
-  });
+  }, SLOW);
 
   it('prefix sharing gives the same results as no sharing, and reuses pages', async () => {
     const shared = engine({ pageSize: 4 });
@@ -113,7 +116,7 @@ describe('RolloutEngine', () => {
     plain.clearPrefixCache();
     expect(shared.freePages).toBe(shared.kv.numPages);
     expect(plain.freePages).toBe(plain.kv.numPages);
-  });
+  }, SLOW);
 
   it('preempts when the cache is full and recomputes to the same result', async () => {
     // 6 pages of 4 tokens: three sequences of 6 + 12 tokens cannot all fit at once.
@@ -127,7 +130,7 @@ describe('RolloutEngine', () => {
     expect(got.map((r) => r.ids)).toEqual(want.map((r) => r.ids));
     expect(tight.stats.preemptions).toBeGreaterThan(0);
     expect(tight.freePages).toBe(6);
-  });
+  }, SLOW);
 
   it('aborted and timed-out calls end early and free their pages', async () => {
     const e = engine({ prefixSharing: false });
@@ -147,7 +150,7 @@ describe('RolloutEngine', () => {
     const pre = new AbortController();
     pre.abort();
     expect((await e.generate('frozen', greedyPrompt, { ...long, signal: pre.signal })).finishReason).toBe('abort');
-  });
+  }, SLOW);
 
   it('rejects impossible requests with a clear error', async () => {
     const e = engine();

@@ -2,6 +2,7 @@
 // wrong, crashing, looping, sleeping, memory-hungry and hostile programs, each graded within its limit,
 // with the host untouched and a correct program still passing afterwards.
 import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -158,6 +159,9 @@ describe('code sandbox', () => {
       ['from pyodide.ffi import to_js\nprint(to_js([]))', /module 'pyodide' is not available/],
       ['import pyodide_js\nprint(pyodide_js)', /module 'pyodide_js' is not available/],
       ['import asyncio\nprint(asyncio)', /module 'asyncio' is not available/],
+      // A fresh posix module has the real system(): the worker's JavaScript layer refuses it then.
+      [`import _imp, importlib.machinery\nm = _imp.create_builtin(importlib.machinery.ModuleSpec("posix", None))\nm.system("echo pwned > ${marker}")`,
+        /host processes and sockets are not available in the sandbox/],
     ];
     for (const [code, why] of cases) {
       const g = await grade(code, [{ type: 'stdin', input: '', output: '' }]);
@@ -165,6 +169,35 @@ describe('code sandbox', () => {
       expect(g.reason).toMatch(why);
     }
     expect(existsSync(marker)).toBe(false);
+  });
+
+  it('cannot connect to the host even through a fresh _socket module', async () => {
+    let connections = 0;
+    const server = createServer((c) => {
+      connections++;
+      c.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const code = [
+        'import _imp, importlib.machinery',
+        'm = _imp.create_builtin(importlib.machinery.ModuleSpec("_socket", None))',
+        '_imp.exec_builtin(m)',
+        's = m.socket(m.AF_INET, m.SOCK_STREAM)',
+        'try:',
+        `    s.connect(("127.0.0.1", ${port}))`,
+        '    s.send(b"GET / HTTP/1.0\\r\\n\\r\\n")',
+        '    print("connected")',
+        'except OSError:',
+        '    print("refused")',
+      ].join('\n');
+      expect((await grade(code, [{ type: 'stdin', input: '', output: 'refused' }])).reason).toBe('all 1 tests passed');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(connections).toBe(0);
+    } finally {
+      server.close();
+    }
   });
 
   it('cannot reach globalThis through objects left in the interpreter', async () => {

@@ -184,9 +184,9 @@ describe('gradeMath', () => {
     expect(BOXED.filter((c) => c[2] === 0).length).toBeGreaterThan(30);
   });
 
-  // The engine's first use loads its libraries: warm it so the 1 s budget is not spent on start-up.
-  it('warms the symbolic engine', () => {
-    expect(gradeMath('\\boxed{\\sqrt{8}}', '2\\sqrt{2}', { timeoutMs: 60_000 }).reward).toBe(1);
+  // The first symbolic check loads the engine's libraries outside the budget: a tight budget still suffices.
+  it('does not charge the engine start-up to the first check', () => {
+    expect(gradeMath('\\boxed{\\sqrt{8}}', '2\\sqrt{2}', { timeoutMs: 300 }).reward).toBe(1);
   });
 
   for (const [got, ref, want] of BOXED) {

@@ -1,7 +1,11 @@
-// `troupe generate`: a continuation of a prompt (text, chat or ids) with prefill + paged-KV-cache decode,
-// greedy or sampled (temperature, top-p, seed) on the CPU.
+// `troupe generate`: continuations of a prompt (text, chat or ids) through the rollout engine: batched
+// prefill + paged-KV-cache decode, greedy or sampled on the GPU (temperature, top-p, seed); --n K draws
+// K samples in one batch (streams 0..K-1 of the seed); --adapter applies a PEFT LoRA adapter.
 import { Gpu } from '../../gpu/gpu.ts';
-import { generate } from '../../model/generate.ts';
+import { AdapterSet } from '../../model/lora.ts';
+import { loadPeft } from '../../model/peft.ts';
+import { DirectorySource } from '../../model/source.ts';
+import { RolloutEngine } from '../../rollout/engine.ts';
 import { numberOption, parse } from '../args.ts';
 import { UsageError, type Command } from '../command.ts';
 import { MODEL_OPTIONS, MODEL_USAGE, openModel, parseIds } from '../model-args.ts';
@@ -21,8 +25,10 @@ export const command: Command = {
     '  --temperature T           sample at temperature T (with --top-p P, default 1, and --seed S, default 0)',
     '  --top-p P',
     '  --seed S',
+    '  --n K                     K samples of the prompt, batched (default 1)',
+    '  --adapter DIR             apply a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors)',
     '  --ignore-eos              do not stop at eos / <|im_end|>',
-    '  --json                    last line {"ids": [...], "text": "..."} (new tokens only)',
+    '  --json                    last line {"ids": [...], "text": "..."} (new tokens only); with --n, a list of K of them',
   ].join('\n'),
   async run(argv) {
     const { values: v } = parse('generate', {
@@ -38,6 +44,8 @@ export const command: Command = {
         'top-p': { type: 'string' },
         seed: { type: 'string' },
         'ignore-eos': { type: 'boolean' },
+        n: { type: 'string' },
+        adapter: { type: 'string' },
         json: { type: 'boolean' },
       },
     });
@@ -45,7 +53,9 @@ export const command: Command = {
     if (v.chat && v.prompt === undefined) throw new UsageError('troupe generate: --chat needs --prompt');
     if (v.greedy && v.temperature !== undefined) throw new UsageError('troupe generate: --greedy and --temperature exclude each other');
     const maxNewTokens = numberOption('generate', 'max-new-tokens', v['max-new-tokens'], 64);
-    if (!Number.isInteger(maxNewTokens) || maxNewTokens < 0) throw new UsageError(`troupe generate: --max-new-tokens must be a non-negative integer`);
+    if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1) throw new UsageError(`troupe generate: --max-new-tokens must be a positive integer`);
+    const n = numberOption('generate', 'n', v.n, 1);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`troupe generate: --n must be a positive integer`);
     const greedy = v.temperature === undefined;
     const temperature = numberOption('generate', 'temperature', v.temperature, 1);
     const topP = numberOption('generate', 'top-p', v['top-p'], 1);
@@ -58,11 +68,18 @@ export const command: Command = {
       if (promptIds) prompt = promptIds;
       else if (v.chat) prompt = tokenizer.encodeChat([{ role: 'user', content: v.prompt! }]);
       else prompt = tokenizer.encode(v.prompt!);
-      const stopIds = v['ignore-eos'] ? [] : [...new Set([...model.config.eosTokenIds, tokenizer.eosId, tokenizer.imEndId])];
-      const [ids] = await generate(model, [prompt], { maxNewTokens, greedy, temperature, topP, seed, stopIds });
-      const text = tokenizer.decode(ids!, { skipSpecialTokens: true });
-      if (v.json) console.log(JSON.stringify({ ids, text }));
-      else console.log(text);
+      const adapters = new AdapterSet();
+      if (v.adapter !== undefined) adapters.add((await loadPeft(gpu, new DirectorySource(v.adapter), model.config, 'adapter')).adapter);
+      const pages = Math.ceil((prompt.length + maxNewTokens) / 16) + 1;
+      const kvBytes = n * pages * 16 * 2 * model.config.numLayers * model.config.numKvHeads * model.config.headDim * 4;
+      const engine = new RolloutEngine(model, tokenizer, { adapters, kvBudgetBytes: kvBytes });
+      engine.setRole('user', v.adapter === undefined ? null : 'adapter');
+      const opts = { maxNewTokens, temperature: greedy ? 0 : temperature, topP, seed, ignoreEos: v['ignore-eos'] ?? false };
+      const results = await Promise.all(Array.from({ length: n }, (_, k) => engine.generate('user', prompt, { ...opts, stream: k })));
+      await engine.close();
+      const out = results.map((r) => ({ ids: r.ids, text: r.text }));
+      if (v.json) console.log(JSON.stringify(n === 1 ? out[0] : out));
+      else for (const o of out) console.log(o.text);
       return 0;
     } finally {
       gpu.destroy();

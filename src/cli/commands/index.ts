@@ -3,6 +3,7 @@ import type { Command } from '../command.ts';
 import { command as bench } from './bench.ts';
 import { command as doctor } from './doctor.ts';
 import { command as generate } from './generate.ts';
+import { command as grad } from './grad.ts';
 import { command as grade } from './grade.ts';
 import { command as logits } from './logits.ts';
 import { command as start } from './start.ts';
@@ -16,4 +17,5 @@ export const COMMANDS: Command[] = [
   logits,
   generate,
   grade,
+  grad,
 ];

@@ -1,6 +1,6 @@
 // Code reward: the last fenced Python block of a response runs against every test in the sandbox;
 // reward 1 only if all pass. Grading stops at the first failure, which the reason names.
-import type { CodeTest } from '../types.ts';
+import type { CodeTest, Grade } from '../types.ts';
 import { SandboxError } from './errors.ts';
 import { CodeSandbox, type ProgramInput, type RunOutcome } from './sandbox.ts';
 
@@ -17,9 +17,7 @@ export interface GradeCodeOptions {
   sandbox?: CodeSandbox;
 }
 
-export interface CodeGrade {
-  reward: 0 | 1;
-  reason: string;
+export interface CodeGrade extends Grade {
   /** Tests that passed before the first failure (grading stops there). */
   passed: number;
   total: number;

@@ -135,18 +135,24 @@ async function defaultPyodidePaths(override?: string): Promise<{ moduleUrl: stri
     const indexUrl = isUrl && runtime() !== 'browser' && dir.startsWith('file:') ? decodeURIComponent(new URL(dir).pathname) : dir;
     return { moduleUrl, indexUrl };
   }
-  if (runtime() === 'node') {
+  if (runtime() !== 'browser') {
+    // Module resolution finds the package beside a bundle too (scripts/bundle.mjs copies it there).
     const { createRequire } = await import('node:module');
     const { dirname } = await import('node:path');
     const { pathToFileURL } = await import('node:url');
     const dir = dirname(createRequire(import.meta.url).resolve('pyodide')) + '/';
+    // Pyodide takes its Node path under Deno as well, and wants a file path there.
     return { moduleUrl: pathToFileURL(dir + 'pyodide.mjs').href, indexUrl: dir };
   }
-  const dir = new URL('../../../node_modules/pyodide/', import.meta.url);
-  // Deno passes for Node in Pyodide's eyes, which then wants a file path.
-  const indexUrl = runtime() === 'deno' ? decodeURIComponent(dir.pathname) : dir.href;
-  return { moduleUrl: new URL('pyodide.mjs', dir).href, indexUrl };
+  // Through a variable: Vite rewrites `new URL('literal', import.meta.url)` to the package's entry file.
+  const fromHere = '../../../node_modules/pyodide/';
+  const dir = new URL(fromHere, import.meta.url).href;
+  return { moduleUrl: dir + 'pyodide.mjs', indexUrl: dir };
 }
+
+type ResultReply = Extract<WorkerReply, { type: 'result' }>;
+/** How a run ended for the host: the worker's reply, its termination by the host, or its own death. */
+type Settled = ResultReply | { type: 'killed' } | { type: 'died'; why: string };
 
 class PooledWorker {
   readonly ready: Promise<void>;
@@ -155,7 +161,7 @@ class PooledWorker {
   retire = false;
   private dead: string | null = null;
   private readonly interrupt: Int32Array;
-  private pending: { id: number; resolve: (r: Extract<WorkerReply, { type: 'result' }> | string) => void } | null = null;
+  private pending: { id: number; resolve: (r: Settled) => void } | null = null;
   private nextId = 1;
 
   private constructor(
@@ -186,7 +192,7 @@ class PooledWorker {
         reject(new SandboxError(`the sandbox worker died while loading Pyodide: ${why}`));
         const p = this.pending;
         this.pending = null;
-        p?.resolve(why);
+        p?.resolve({ type: 'died', why });
       });
     });
     this.ready.catch(() => {}); // observed by acquire(); never an unhandled rejection
@@ -209,7 +215,7 @@ class PooledWorker {
     }
     const id = this.nextId++;
     Atomics.store(this.interrupt, 0, 0);
-    const reply = new Promise<Extract<WorkerReply, { type: 'result' }> | string | 'killed'>((resolve) => {
+    const reply = new Promise<Settled>((resolve) => {
       this.pending = { id, resolve };
     });
     this.port.post({
@@ -233,22 +239,27 @@ class PooledWorker {
       const p = this.pending;
       this.pending = null;
       this.kill('did not stop after its time limit');
-      p.resolve('killed');
+      p.resolve({ type: 'killed' });
     }, limits.timeoutMs + graceMs);
     const r = await reply;
     clearTimeout(interruptTimer);
     clearTimeout(killTimer);
-    if (r === 'killed') {
+    if (r.type === 'killed') {
       return { status: 'killed', error: `no response ${graceMs} ms after the interrupt: the worker was terminated`, value: null, stdout: '', blocked: [], ms: elapsed() };
     }
-    if (typeof r === 'string') {
+    if (r.type === 'died') {
       this.retire = true;
-      return { status: 'crashed', error: `the sandbox worker died: ${r}`, value: null, stdout: '', blocked: [], ms: elapsed() };
+      return { status: 'crashed', error: `the sandbox worker died: ${r.why}`, value: null, stdout: '', blocked: [], ms: elapsed() };
     }
     if (r.recycle || r.heapBytes > recycleHeapBytes) this.retire = true;
-    // A KeyboardInterrupt the host did not send cannot be a timeout of this run.
-    const status = r.status === 'timeout' && !interrupted ? 'error' : r.status;
-    return { status, error: r.error, value: r.value, stdout: r.stdout, blocked: r.blocked, ms: elapsed() };
+    let { status, error } = r;
+    if (status === 'ok' && interrupted) status = 'timeout'; // finished, but past its limit
+    if (status === 'timeout' && !interrupted) {
+      // A KeyboardInterrupt the host did not send cannot be this run's timeout.
+      status = 'error';
+      error ??= 'KeyboardInterrupt';
+    }
+    return { status, error, value: r.value, stdout: r.stdout, blocked: r.blocked, ms: elapsed() };
   }
 
   kill(why: string): void {

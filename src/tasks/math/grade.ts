@@ -6,7 +6,7 @@ import { boxedContents, extractBoxed } from './extract.ts';
 import { normalizeAnswer } from './normalize.ts';
 import { parseRational, rationalClose, rationalEqual } from './numeric.ts';
 import { type Answer, parseAnswer } from './structure.ts';
-import { symbolicEqual } from './symbolic.ts';
+import { symbolicEqual, warmUpSymbolic } from './symbolic.ts';
 
 export interface MathGradeOptions {
   /** Wall-clock budget for all symbolic checks of one grading call (default 1000 ms). */
@@ -27,12 +27,18 @@ interface Verdict {
 }
 
 class Budget {
-  readonly deadline: number;
+  private deadline: number;
   constructor(readonly ms: number) {
     this.deadline = Date.now() + ms;
   }
   left(): number {
     return this.deadline - Date.now();
+  }
+  /** Runs `fn` without charging its time to the budget. */
+  excluding(fn: () => void): void {
+    const t0 = Date.now();
+    fn();
+    this.deadline += Date.now() - t0;
   }
 }
 
@@ -51,6 +57,7 @@ function leafEqual(a: string, b: string, budget: Budget): Verdict {
     return { equal: false, how: 'numeric' };
   }
   if (a.length > MAX_SYMBOLIC_CHARS || b.length > MAX_SYMBOLIC_CHARS) return { equal: false, how: 'text (too long for symbolic check)' };
+  budget.excluding(warmUpSymbolic);
   const verdict = symbolicEqual(a, b, budget.left());
   if (verdict === 'timeout') throw new SymbolicTimeout();
   return { equal: verdict === 'equal', how: verdict === 'unparsable' ? 'text (not parsable as math)' : 'symbolic' };

@@ -68,6 +68,19 @@ function compare(a: string, b: string): SymbolicVerdict {
   return compared >= 2 ? 'equal' : 'different';
 }
 
+let warm = false;
+
+/**
+ * Builds the engine and runs one comparison, so the first real check is not charged for loading the
+ * engine's libraries (hundreds of ms on a busy CPU). Idempotent; gradeMath calls it outside its budget.
+ */
+export function warmUpSymbolic(): void {
+  if (warm) return;
+  compare('\\sqrt{8}+\\frac{\\pi}{2}', '2\\sqrt{2}+\\pi/2');
+  compare('x^2+2x+1', '(x+1)^2');
+  warm = true;
+}
+
 /** Compare two LaTeX expressions, giving up after `timeoutMs`. */
 export function symbolicEqual(a: string, b: string, timeoutMs: number): SymbolicVerdict {
   if (timeoutMs <= 0) return 'timeout';

@@ -1,0 +1,94 @@
+// Rollout-engine benchmark: GRPO-shaped generation with random weights of a released Qwen3 shape
+// (default Qwen3-0.6B): P prompts × n samples (256 sequences = 32 × 8) of mixed prompt lengths, each
+// generating exactly N new tokens (EOS ignored), through RolloutEngine: batched prefill with prefix
+// sharing, continuous-batching decode, GPU sampling at temperature 0.7. Reports generated tokens/s
+// (prefill included), the same with three rank-64 adapters interleaved across roles, and peak GPU
+// memory; and the memory-bandwidth floor of the decode (weights + KV read once per step).
+// bench/torch/bench_rollout.py runs transformers' generate on the same shapes for the baseline.
+import type { Gpu } from '../src/gpu/gpu.ts';
+import type { Qwen3Config } from '../src/model/config.ts';
+import { AdapterSet, DEFAULT_LORA, LoraAdapter } from '../src/model/lora.ts';
+import { qwen3Preset } from '../src/model/presets.ts';
+import { Qwen3Model } from '../src/model/qwen3.ts';
+import { randomQwen3Weights, releaseQwen3Weights } from '../src/model/weights.ts';
+import { RolloutEngine } from '../src/rollout/engine.ts';
+import { benchRow, type BenchRow } from './results.ts';
+
+interface Plan {
+  prompts: number;
+  samples: number;
+  newTokens: number;
+  /** Prompt lengths cycle through these. */
+  promptLens: number[];
+}
+
+const FULL: Plan = { prompts: 32, samples: 8, newTokens: 128, promptLens: [96, 160, 256, 400] };
+const QUICK: Plan = { prompts: 2, samples: 2, newTokens: 4, promptLens: [5, 9] };
+const TINY: Qwen3Config = { ...qwen3Preset('Qwen3-0.6B'), hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512 };
+
+function prompt(len: number, vocab: number, seed: number): number[] {
+  let s = seed >>> 0 || 1;
+  return Array.from({ length: len }, () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0), s % vocab));
+}
+
+async function timeRun(engine: RolloutEngine, plan: Plan, roles: string[], vocab: number): Promise<{ seconds: number; tokens: number }> {
+  const t0 = performance.now();
+  const calls = [];
+  for (let p = 0; p < plan.prompts; p++) {
+    const ids = prompt(plan.promptLens[p % plan.promptLens.length]!, vocab, p + 1);
+    for (let k = 0; k < plan.samples; k++) {
+      const role = roles[(p * plan.samples + k) % roles.length]!;
+      calls.push(engine.generate(role, ids, { maxNewTokens: plan.newTokens, temperature: 0.7, seed: p, stream: k, ignoreEos: true }));
+    }
+  }
+  const results = await Promise.all(calls);
+  return { seconds: (performance.now() - t0) / 1000, tokens: results.reduce((a, r) => a + r.ids.length, 0) };
+}
+
+export async function benchRollout(gpu: Gpu, opts: { quick: boolean; preset?: string; filter?: string }): Promise<BenchRow[]> {
+  const plan = opts.quick ? QUICK : FULL;
+  const name = opts.quick ? 'tiny' : (opts.preset ?? 'Qwen3-0.6B');
+  const config = opts.quick ? TINY : qwen3Preset(name);
+  const weights = randomQwen3Weights(gpu, config, 1);
+  const model = new Qwen3Model(gpu, config, weights);
+  const tag = name.toLowerCase();
+  const seqs = plan.prompts * plan.samples;
+  const rows: BenchRow[] = [];
+  const maxLen = Math.max(...plan.promptLens) + plan.newTokens;
+  const kvBudgetBytes = 2 * config.numLayers * config.numKvHeads * config.headDim * 2 * seqs * (maxLen + 32);
+  const want = (n: string) => !opts.filter || n.includes(opts.filter);
+
+  const baseName = `rollout_${tag}_${seqs}seq_${plan.newTokens}new_tok_per_s`;
+  if (want(baseName)) {
+    const engine = new RolloutEngine(model, null, { kvBudgetBytes, maxBatchSeqs: seqs, maxPrefillTokens: 16384 });
+    await timeRun(engine, { ...plan, prompts: 1, samples: 1 }, ['base'], config.vocabSize); // compile pipelines
+    gpu.pool.resetPeak();
+    const r = await timeRun(engine, plan, ['base'], config.vocabSize);
+    rows.push(benchRow(gpu, baseName, r.tokens / r.seconds, 'tok/s'));
+    rows.push(benchRow(gpu, `rollout_${tag}_${seqs}seq_peak_memory`, gpu.memory.peakBytes / 2 ** 30, 'GiB'));
+    await engine.close();
+  }
+  const loraName = `rollout_${tag}_${seqs}seq_${plan.newTokens}new_3lora_r64_tok_per_s`;
+  if (want(loraName)) {
+    const adapters = new AdapterSet();
+    const roles = ['generator', 'evaluator', 'aggregator'];
+    for (const [i, r] of roles.entries()) adapters.add(LoraAdapter.create(gpu, r, config, DEFAULT_LORA, { seed: i + 1, randomB: 0.01 }));
+    const engine = new RolloutEngine(model, null, { adapters, kvBudgetBytes, maxBatchSeqs: seqs, maxPrefillTokens: 16384 });
+    for (const r of roles) engine.setRole(r, r);
+    await timeRun(engine, { ...plan, prompts: 1, samples: roles.length }, roles, config.vocabSize);
+    const r = await timeRun(engine, plan, roles, config.vocabSize);
+    rows.push(benchRow(gpu, loraName, r.tokens / r.seconds, 'tok/s'));
+    await engine.close();
+    adapters.release();
+  }
+  // Decode floor: every step reads the weights once and each sequence's K/V so far.
+  const bytesPerWeight = gpu.f16 ? 2 : 4;
+  const weightBytes = weights.layers.reduce((a, l) => a + [l.q, l.k, l.v, l.o, l.gate, l.up, l.down].reduce((b, t) => b + t.size, 0), 0) * bytesPerWeight + weights.lmHead.size * bytesPerWeight;
+  const meanCtx = plan.promptLens.reduce((a, b) => a + b, 0) / plan.promptLens.length + plan.newTokens / 2;
+  const kvBytes = seqs * meanCtx * 2 * config.numLayers * config.numKvHeads * config.headDim * bytesPerWeight;
+  const floorSeconds = (plan.newTokens * (weightBytes + kvBytes)) / 4.8e12;
+  rows.push(benchRow(gpu, `rollout_${tag}_${seqs}seq_decode_floor_s_h200`, floorSeconds, 's'));
+  releaseQwen3Weights(weights);
+  model.release();
+  return rows;
+}
