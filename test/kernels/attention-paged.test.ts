@@ -147,4 +147,24 @@ describe('KvCache', () => {
     expect(KvCache.pagesForBudget(1 << 20, { layers: 2, nKv: 2, headDim: 64, dtype: 'f16' })).toBe(Math.floor((1 << 20) / (2 * 2 * 16 * 2 * 64 * 2)));
     cache.destroy();
   });
+
+  for (const dtype of ['f32', 'f16'] as const) {
+    it(`write scatters ${dtype} rows into their slots`, async (ctx) => {
+      const gpu = await testGpu();
+      if (dtype === 'f16' && !gpu.f16) return ctx.skip();
+      const cache = new KvCache(gpu, { layers: 2, nKv: 2, headDim: 12, pageSize: 4, numPages: 5, dtype });
+      const slots = [17, 2, 9, 3, 10];
+      const row = 2 * 12;
+      const k = roundF16(randn(slots.length * row, 21, 1));
+      const v = roundF16(randn(slots.length * row, 22, 1));
+      const up = (x: Float32Array, label: string) => gpu.upload(x, [slots.length, 2, 12], dtype, label);
+      cache.write(1, up(k, 'k'), up(v, 'v'), gpu.upload(slots, [slots.length], 'u32', 'slots'));
+      const [ck, cv] = [await gpu.readF32(cache.k[1]!), await gpu.readF32(cache.v[1]!)];
+      slots.forEach((slot, i) => {
+        expect(Array.from(ck.subarray(slot * row, (slot + 1) * row))).toEqual(Array.from(k.subarray(i * row, (i + 1) * row)));
+        expect(Array.from(cv.subarray(slot * row, (slot + 1) * row))).toEqual(Array.from(v.subarray(i * row, (i + 1) * row)));
+      });
+      cache.destroy();
+    });
+  }
 });
