@@ -1,6 +1,6 @@
 // Backward of attention_prefill.wgsl (FlashAttention-2): P is recomputed from q, k and the saved
 // log-sum-exp, so no T×T matrix is stored, and no float atomics are used (results are deterministic):
-//   delta: stats[row] = (lse·log2 e, D = Σ_d dO·o) per (token, head) row
+//   delta: stats[row] = (lse·log2 e, D = Σ_d dO·o, start of the row's sequence) per (token, head) row
 //   dkdv:  a workgroup per KB keys of one kv head loops over the query rows that can see them
 //          (every head of the GQA group, so dk/dv sum over the group): dv += Pᵀ dO, dk += dSᵀ q·scale
 //   dq:    a workgroup per BQ query rows loops over their keys: dq += dS k·scale
@@ -12,7 +12,7 @@ struct Params { T: u32, nHeads: u32, nKv: u32, group: u32, numSeqs: u32, scale2:
 @group(0) @binding(2) var<storage, read> k: array<f32>;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
 @group(0) @binding(4) var<storage, read> dO: array<f32>;
-@group(0) @binding(5) var<storage, read_write> stats: array<vec2f>;
+@group(0) @binding(5) var<storage, read_write> stats: array<vec4f>;   // (lse2, D, bitcast seq start, 0)
 @group(0) @binding(6) var<storage, read> seqStarts: array<u32>;
 @group(0) @binding(7) var<storage, read_write> dk: array<f32>;
 @group(0) @binding(8) var<storage, read_write> dv: array<f32>;
@@ -73,7 +73,8 @@ fn delta(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
   if (row >= p.T * p.nHeads) { return; }
   var acc = 0.0;
   for (var d = 0u; d < u32(HD); d++) { acc += dO[row * u32(HD) + d] * o[row * u32(HD) + d]; }
-  stats[row] = vec2f(lse[row] * 1.4426950408889634, acc);
+  let start = seqStarts[seq_index(row / p.nHeads)];
+  stats[row] = vec4f(lse[row] * 1.4426950408889634, acc, bitcast<f32>(start), 0.0);
 }
 
 // ---- dkdv: 64 threads = 2 key groups (4 keys each) × 32 lanes; query tiles of QB rows ----
@@ -86,7 +87,7 @@ var<workgroup> qdoTile: array<vec4f, 2u * QB * KS>;   // [q | dO][row][slot]
 var<workgroup> pdp: array<vec4f, 2u * 2u * QB>;       // [P | dP][key group][row], the group's 4 keys in a vec4
 var<workgroup> kRowTok: array<u32, QB>;
 var<workgroup> kRowStart: array<u32, QB>;
-var<workgroup> kRowStat: array<vec2f, QB>;
+var<workgroup> kRowStat: array<vec2f, QB>;       // (lse2, D)
 var<workgroup> rowRange: vec2u;
 
 fn store_dkdv(key: u32, kvh: u32, lane: u32, gk: vec4f, gv: vec4f) {
@@ -140,9 +141,10 @@ fn dkdv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       let f = fb + tid;
       if (f < range.y) {
         let t = f / p.group;
+        let st = stats[t * p.nHeads + kvh * p.group + f % p.group];
         kRowTok[tid] = t;
-        kRowStart[tid] = seqStarts[seq_index(t)];
-        kRowStat[tid] = stats[t * p.nHeads + kvh * p.group + f % p.group];
+        kRowStart[tid] = bitcast<u32>(st.z);
+        kRowStat[tid] = st.xy;
       } else {
         kRowTok[tid] = 0u;
         kRowStart[tid] = 1u;
@@ -238,9 +240,10 @@ fn dq_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
     if (f < nRows) {
       let t = f / p.group;
       let row = t * p.nHeads + kvh * p.group + f % p.group;
+      let st = stats[row];
       qRowTok[tid] = t;
-      qRowStart[tid] = seqStarts[seq_index(t)];
-      qRowStat[tid] = stats[row];
+      qRowStart[tid] = bitcast<u32>(st.z);
+      qRowStat[tid] = st.xy;
       qRowIdx[tid] = row;
     } else {
       qRowTok[tid] = 0u;

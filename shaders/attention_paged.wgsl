@@ -229,14 +229,14 @@ const DR = 4u;
 const NV = max(1u, u32(HD) / 4u);
 
 var<workgroup> dQ: array<vec4f, DR * NV>;
-var<workgroup> dScores: array<vec4f, WG>;        // [group][lane], the DR rows in a vec4
-var<workgroup> dProbs: array<vec4f, WG>;
+// Scores at [0, WG) and probabilities at [WG, 2·WG), [group][lane] with the DR rows in a vec4; the final
+// merge reuses it all as [group][row][lane] partial outputs (less workgroup memory leaves more L1 cache).
+var<workgroup> dShared: array<vec4f, 4u * DR * 32u>;
 var<workgroup> dSlot: array<u32, WG>;
 var<workgroup> dRowPos: array<u32, DR>;
 var<workgroup> dRowQ: array<u32, DR>;
 var<workgroup> dGroupM: array<vec4f, 4u>;
 var<workgroup> dGroupL: array<vec4f, 4u>;
-var<workgroup> dGroupO: array<vec4f, 4u * DR * 32u>;   // [group][row][lane]
 var<workgroup> dRange: vec2u;
 
 fn store_decode_row(r: u32, lane: u32, split: u32, acc: vec4f, m: f32, l: f32) {
@@ -318,15 +318,15 @@ fn decode(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) ti
     }
     dSlot[tid] = slot;
     s = select(vec4f(MASKED), s * p.scale2, (vec4u(key) <= pos) & vec4(key < range.y));
-    dScores[tid] = s;
+    dShared[tid] = s;
     workgroupBarrier();
     var mt = m;
-    for (var j = 0u; j < 32u; j++) { mt = max(mt, dScores[g * 32u + j]); }
+    for (var j = 0u; j < 32u; j++) { mt = max(mt, dShared[g * 32u + j]); }
     let alpha = exp2(m - mt);
     let pr = exp2(s - mt);
     m = mt;
     l = l * alpha + pr;
-    dProbs[tid] = pr;
+    dShared[WG + tid] = pr;
     o0 *= alpha.x;
     o1 *= alpha.y;
     o2 *= alpha.z;
@@ -335,7 +335,7 @@ fn decode(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) ti
     if (lane < NV) {
       let n = min(32u, range.y - min(range.y, kb + g * 32u));
       for (var j = 0u; j < n; j++) {
-        let pj = dProbs[g * 32u + j];
+        let pj = dShared[WG + g * 32u + j];
         let vv = vec4f(vc4[(dSlot[g * 32u + j] * p.nKv + kvh) * NV + lane]);
         o0 += pj.x * vv;
         o1 += pj.y * vv;
@@ -346,18 +346,19 @@ fn decode(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) ti
     workgroupBarrier();
   }
   // Merge the 4 groups: M = max m_g, weights 2^(m_g − M).
-  dScores[tid] = l;
-  dGroupO[(g * DR) * 32u + lane] = o0;
-  dGroupO[(g * DR + 1u) * 32u + lane] = o1;
-  dGroupO[(g * DR + 2u) * 32u + lane] = o2;
-  dGroupO[(g * DR + 3u) * 32u + lane] = o3;
+  dShared[tid] = l;
   workgroupBarrier();
   if (lane == 0u) {
     var lt = vec4f(0.0);
-    for (var j = 0u; j < 32u; j++) { lt += dScores[g * 32u + j]; }
+    for (var j = 0u; j < 32u; j++) { lt += dShared[g * 32u + j]; }
     dGroupM[g] = m;
     dGroupL[g] = lt;
   }
+  workgroupBarrier();
+  dShared[(g * DR) * 32u + lane] = o0;
+  dShared[(g * DR + 1u) * 32u + lane] = o1;
+  dShared[(g * DR + 2u) * 32u + lane] = o2;
+  dShared[(g * DR + 3u) * 32u + lane] = o3;
   workgroupBarrier();
   if (g == 0u) {
     let mAll = max(max(dGroupM[0], dGroupM[1]), max(dGroupM[2], dGroupM[3]));
@@ -367,8 +368,8 @@ fn decode(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) ti
     let w3 = exp2(dGroupM[3] - mAll);
     let lAll = w0 * dGroupL[0] + w1 * dGroupL[1] + w2 * dGroupL[2] + w3 * dGroupL[3];
     for (var r = 0u; r < DR; r++) {
-      let acc = w0[r] * dGroupO[r * 32u + lane] + w1[r] * dGroupO[(DR + r) * 32u + lane]
-              + w2[r] * dGroupO[(2u * DR + r) * 32u + lane] + w3[r] * dGroupO[(3u * DR + r) * 32u + lane];
+      let acc = w0[r] * dShared[r * 32u + lane] + w1[r] * dShared[(DR + r) * 32u + lane]
+              + w2[r] * dShared[(2u * DR + r) * 32u + lane] + w3[r] * dShared[(3u * DR + r) * 32u + lane];
       store_decode_row(r, lane, split, acc, mAll[r], lAll[r]);
     }
   }

@@ -46,7 +46,7 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'deco
     case 'paged':
       return vec4 * (16 * ns + 32 * (ns + 1) + 2 * 4 * 32) + 4 * (2 * 16 + 32 + 2);
     case 'decode':
-      return vec4 * (4 * Math.max(1, Math.floor(headDim / 4)) + 2 * 128 + 8 + 4 * 4 * 32) + 4 * (128 + 8 + 2);
+      return vec4 * (4 * Math.max(1, Math.floor(headDim / 4)) + 4 * 4 * 32 + 8) + 4 * (128 + 8 + 2);
     case 'dkdv':
       return vec4 * (2 * 8 * (ns + 1) + 2 * 16 * (ns + 1) + 2 * 2 * 16) + 4 * (4 * 16 + 2);
     case 'dq':
@@ -234,7 +234,7 @@ export function attentionBackward(
   const dk = gpu.tensor(k.shape, 'f32', 'attention.dk');
   const dv = gpu.tensor(v.shape, 'f32', 'attention.dv');
   if (T === 0) return { dq, dk, dv };
-  const stats = gpu.tensor([T * dims.nHeads, 2], 'f32', 'attention.stats');
+  const stats = gpu.tensor([T * dims.nHeads, 4], 'f32', 'attention.stats');
   const variant = { consts: { HD: dims.headDim } };
   const uniforms = new Uniforms().u32(T).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(numSeqs).f32(scale * LOG2E).f32(scale).u32(0);
   gpu.dispatch({
@@ -242,7 +242,7 @@ export function attentionBackward(
     entry: 'delta',
     variant,
     uniforms,
-    bindings: [null, null, null, dO, stats, null, null, null, null, o, lse],
+    bindings: [null, null, null, dO, stats, seqStarts, null, null, null, o, lse],
     workgroups: grid1d(ceilDiv(T * dims.nHeads, 64)),
     label: `${name}.delta`,
   });
@@ -260,7 +260,7 @@ export function attentionBackward(
     entry: 'dq_rows',
     variant,
     uniforms,
-    bindings: [q, k, v, dO, stats, seqStarts, null, null, dq],
+    bindings: [q, k, v, dO, stats, null, null, null, dq],
     workgroups: [rowTiles, dims.nKv],
     label: `${name}.dq`,
   });

@@ -38,6 +38,8 @@ const CHROMIUM_ARGS = [
   '--disable-background-networking',
   '--disable-component-update',
   '--disable-sync',
+  // Containers often have a small /dev/shm; Chromium then crashes without this.
+  '--disable-dev-shm-usage',
 ];
 
 export class BrowserHarnessError extends Error {

@@ -1,6 +1,7 @@
 // Gradient accumulation over micro-batches (the loss divided by the whole mini-batch's token / sequence
 // counts) against one batch, and a GRPO policy-loss step through the model checked against central
-// finite differences of the loss on the LoRA entries with the largest gradients.
+// finite differences of the loss on the LoRA entries with the largest gradients (f32 on the GPU: a step of
+// 1e-2 gives about 2e-4 relative agreement on lavapipe; the bound is 5e-3).
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { Tensor } from '../../src/gpu/tensor.ts';
@@ -180,7 +181,7 @@ describe('GRPO policy loss through the model', () => {
       const down = await lossValue();
       gpu.write(p.param, [w], k);
       const fd = (up - down) / (2 * h);
-      expect(Math.abs(fd - g[k]!) / Math.abs(g[k]!), `${p.name}[${k}]: analytic ${g[k]} vs finite difference ${fd}`).toBeLessThan(0.02);
+      expect(Math.abs(fd - g[k]!) / Math.abs(g[k]!), `${p.name}[${k}]: analytic ${g[k]} vs finite difference ${fd}`).toBeLessThan(5e-3);
     }
     for (const t of [mask, advantages, logpOld]) t.release();
   }, 400_000);

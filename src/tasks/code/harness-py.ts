@@ -35,6 +35,7 @@ _DENIED_OS = ('system', 'popen', 'fork', 'forkpty', 'kill', 'killpg', 'execv', '
     'execlp', 'execlpe', 'execvp', 'execvpe', 'spawnl', 'spawnle', 'spawnlp', 'spawnlpe', 'spawnv', 'spawnve',
     'spawnvp', 'spawnvpe', 'posix_spawn', 'posix_spawnp', 'mount')
 _WORK = '/sandbox'
+_dumps, _loads = json.dumps, json.loads  # programs may replace the json module's functions
 _blocked_hits = []  # blocked operations the current program attempted
 
 def _blocked_name(name):
@@ -244,7 +245,7 @@ def run(code, mode, args_json, fn_name):
         del _blocked_hits[:]
         stdin, stdout, stderr = _streams()
     except BaseException as e:
-        return json.dumps({'status': 'error', 'error': 'sandbox reset failed: ' + _describe(e), 'value': None, 'blocked': [], 'tainted': True})
+        return _dumps({'status': 'error', 'error': 'sandbox reset failed: ' + _describe(e), 'value': None, 'blocked': [], 'tainted': True})
     sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
     main = types.ModuleType('__main__')
     main.__builtins__ = builtins
@@ -256,9 +257,9 @@ def run(code, mode, args_json, fn_name):
             exec(_PRELUDE, ns)
             exec(compile(code, '<solution>', 'exec'), ns)
             if mode == 'call':
-                result = _find_callable(ns, fn_name)(*json.loads(args_json))
+                result = _find_callable(ns, fn_name)(*_loads(args_json))
                 try:
-                    value = json.dumps(result, allow_nan=False)
+                    value = _dumps(result, allow_nan=False)
                 except (TypeError, ValueError) as e:
                     raise TypeError('the result is not JSON-serializable: ' + type(result).__name__) from None
         except SystemExit as e:
@@ -289,7 +290,7 @@ def run(code, mode, args_json, fn_name):
     except KeyboardInterrupt:
         status = 'timeout'
     tainted = _restore_fs()
-    return json.dumps({'status': status, 'error': error, 'value': value, 'blocked': _blocked_hits[:8], 'tainted': tainted})
+    return _dumps({'status': status, 'error': error, 'value': value, 'blocked': _blocked_hits[:8], 'tainted': tainted})
 
 run
 `;
