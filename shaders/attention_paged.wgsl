@@ -4,7 +4,8 @@
 // [numPages·pageSize, nKv, HD] (CT: f32, or f16 storage). A workgroup takes BQ rows — (query, head of the
 // GQA group) pairs of one sequence and kv head — and one split of the keys (flash-decoding): with
 // splits > 1 it writes unnormalised partial outputs and their (max, sum), and `combine` merges them.
-// Same tiling and vec4 "slot" layout as attention_prefill.wgsl. Variant consts: HD; alias CT.
+// Entry points: main (tiles of BQ rows; same tiling and vec4 "slot" layout as attention_prefill.wgsl),
+// decode (at most 4 rows per workgroup: one query of a GQA group), combine. Variant consts: HD; alias CT.
 struct Params {
   Tq: u32, nHeads: u32, nKv: u32, group: u32, pageSize: u32, maxPages: u32, splits: u32, chunk: u32,
   scale2: f32, _p0: u32, _p1: u32, _p2: u32,
@@ -218,8 +219,8 @@ fn combine(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) n
 }
 
 // ---- decode: at most DR rows (e.g. one query × the GQA group) of a sequence and kv head ----
-// The 4 groups of 32 lanes take 4 different 32-key tiles of each 128-key step (each lane one key, its
-// K row read as vec4s straight from the cache), keep their own online softmax, and are merged at the end.
+// The 4 groups of 32 lanes take 4 different 32-key tiles of each 128-key step (each lane one key; K rows
+// read straight from the cache, 4 lanes per row), keep their own online softmax, and are merged at the end.
 // Here a row's vec4 c holds the contiguous dims 4c..4c+3 (needs HD % 4 == 0), read from kc4/vc4: the
 // same cache buffers as kc/vc, seen as vec4s.
 @group(0) @binding(10) var<storage, read> kc4: array<vec4<CT>>;
@@ -304,19 +305,32 @@ fn decode(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) ti
   var o1 = vec4f(0.0);
   var o2 = vec4f(0.0);
   var o3 = vec4f(0.0);
+  let quarter = lane % 4u;
+  let sub = lane / 4u;
   for (var kb = range.x; kb < range.y; kb += WG) {
     let key = kb + tid;
-    var s = vec4f(0.0);
     var slot = 0u;
-    if (key < range.y) {
-      slot = pageTable[pages + key / p.pageSize] * p.pageSize + key % p.pageSize;
-      let base = (slot * p.nKv + kvh) * NV;
-      for (var c = 0u; c < NV; c++) {
-        let kk = vec4f(kc4[base + c]);
-        s += vec4f(dot(dQ[c], kk), dot(dQ[NV + c], kk), dot(dQ[2u * NV + c], kk), dot(dQ[3u * NV + c], kk));
-      }
-    }
+    if (key < range.y) { slot = pageTable[pages + key / p.pageSize] * p.pageSize + key % p.pageSize; }
     dSlot[tid] = slot;
+    workgroupBarrier();
+    // Partial scores: 4 lanes per key row (vec4s quarter, quarter+4, …: neighbouring lanes read neighbouring
+    // bytes), 8 keys of the group per step; [group][step][lane] in dShared.
+    for (var step = 0u; step < 4u; step++) {
+      let j = g * 32u + step * 8u + sub;
+      var part = vec4f(0.0);
+      if (kb + j < range.y) {
+        let base = (dSlot[j] * p.nKv + kvh) * NV;
+        for (var c = quarter; c < NV; c += 4u) {
+          let kk = vec4f(kc4[base + c]);
+          part += vec4f(dot(dQ[c], kk), dot(dQ[NV + c], kk), dot(dQ[2u * NV + c], kk), dot(dQ[3u * NV + c], kk));
+        }
+      }
+      dShared[(g * 4u + step) * 32u + lane] = part;
+    }
+    workgroupBarrier();
+    let pp = (g * 4u + lane / 8u) * 32u + (lane % 8u) * 4u;   // the 4 partials of this lane's own key
+    var s = dShared[pp] + dShared[pp + 1u] + dShared[pp + 2u] + dShared[pp + 3u];
+    workgroupBarrier();
     s = select(vec4f(MASKED), s * p.scale2, (vec4u(key) <= pos) & vec4(key < range.y));
     dShared[tid] = s;
     workgroupBarrier();
