@@ -1,27 +1,34 @@
 #!/usr/bin/env bash
-# Every benchmark on the GPU machine in one device call: troupe under Node/Dawn and Deno/wgpu, the
-# PyTorch references in the same run, joined into ratio rows.
+# Benchmarks on the GPU machine: troupe under one runtime (Node/Dawn or Deno/wgpu) and the PyTorch
+# references of the same suites in the same call, joined into ratio rows.
 #
-# Here, once:   npm ci && bash ../shared/tools/device-prep.sh && node scripts/bundle.mjs
-# Device call:  carry [".device/gl", ".device/node", ".device/deno", "dist"], command:
-#               bash bench/run-h200.sh [SUITE...]        (default: kernels attention model load rollout)
-# It writes $OUT/rows-node.jsonl, rows-deno.jsonl, torch.json, results.json and a log; copy results.json
-# rows into bench/results.json and the figures (with date and machine) into bench/RESULTS.md.
+# Here, once:  npm ci && bash ../shared/tools/device-prep.sh
+#              node scripts/bundle.mjs --outdir .device/dist && rm -rf .device/dist/node_modules   (no pyodide: ~11 MiB)
+# A call carries 64 MiB at most, so one runtime per call:
+#   carry [".device/gl", ".device/node", ".device/dist"]   command: bash bench/run-h200.sh node kernels attention model
+#   carry [".device/gl", ".device/deno", ".device/dist"]   command: bash bench/run-h200.sh deno kernels attention model
+#   (then the same with: load rollout training)
+# It writes $OUT/rows.jsonl, torch-<suite>.json, results.json and bench.log; copy the results.json rows into
+# bench/results.json and the figures (with date and machine) into bench/RESULTS.md.
 set -uo pipefail
+runtime=${1:?usage: bench/run-h200.sh node|deno SUITE...}
+shift
 source .device/gl/env.sh
 OUT=${OUT:-/tmp/bench-out}
 mkdir -p "$OUT"
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(kernels attention model load rollout)
+[ ${#suites[@]} -gt 0 ] || suites=(kernels attention model)
+case "$runtime" in
+  node) troupe=(node .device/dist/troupe.mjs) ;;
+  deno) troupe=(env DENO_WEBGPU_BACKEND=vulkan deno run -A .device/dist/troupe.mjs) ;;
+  *) echo "runtime must be node or deno, got $runtime"; exit 2 ;;
+esac
 exec > >(tee "$OUT/bench.log") 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-: > "$OUT/rows-node.jsonl"
-: > "$OUT/rows-deno.jsonl"
+: > "$OUT/rows.jsonl"
 for s in "${suites[@]}"; do
-  echo "== node $s"; node dist/troupe.mjs bench "$s" --json >> "$OUT/rows-node.jsonl" || echo "node $s failed"
-  echo "== deno $s"; DENO_WEBGPU_BACKEND=vulkan deno run -A dist/troupe.mjs bench "$s" --json >> "$OUT/rows-deno.jsonl" || echo "deno $s failed"
+  echo "== $runtime $s"; "${troupe[@]}" bench "$s" --json >> "$OUT/rows.jsonl" || echo "$runtime $s failed"
 done
-echo '[]' > "$OUT/torch.json"
 for s in "${suites[@]}"; do
   f="bench/torch/bench_${s/model/inference}.py"
   [ -f "$f" ] || continue
@@ -35,16 +42,15 @@ for f in glob.glob(os.path.join(out, "torch-*.json")):
     for r in json.load(open(f)):
         torch[r["name"]] = r
 rows = []
-for rt in ("node", "deno"):
-    for line in open(os.path.join(out, f"rows-{rt}.jsonl")):
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        r = json.loads(line)
-        t = torch.get(r["name"])
-        if t and t["unit"] == r["unit"] and t["value"] > 0:
-            r["baseline"], r["ratio"] = t["value"], r["value"] / t["value"]
-        rows.append(r)
+for line in open(os.path.join(out, "rows.jsonl")):
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    r = json.loads(line)
+    t = torch.get(r["name"])
+    if t and t["unit"] == r["unit"] and t["value"] > 0:
+        r["baseline"], r["ratio"] = t["value"], r["value"] / t["value"]
+    rows.append(r)
 json.dump(rows, open(os.path.join(out, "results.json"), "w"), indent=1)
 for r in rows:
     ratio = f"{r['ratio']:.3f}" if "ratio" in r else "-"
