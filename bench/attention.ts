@@ -9,7 +9,9 @@ import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
 import { type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, prefillRows } from '../src/kernels/attention.ts';
 import { KvCache, type PagedBatch, releaseBatch } from '../src/model/kv-cache.ts';
+import { mulberry32 } from '../src/util/mulberry32.ts';
 import { benchRow, type BenchRow } from './results.ts';
+import { medianSecondsPerCall } from './timing.ts';
 
 const REPEATS = 5;
 const CALLS = 10;
@@ -26,31 +28,15 @@ interface Shape {
 const FULL: Shape = { dims: { nHeads: 16, nKv: 8, headDim: 128 }, seqs: 8, len: 1024, decodeSeqs: 256, decodeLen: 1024 };
 const QUICK: Shape = { dims: { nHeads: 4, nKv: 2, headDim: 32 }, seqs: 2, len: 32, decodeSeqs: 4, decodeLen: 40 };
 
+/** Seeded uniform values in [-1, 1). */
 function random(n: number, seed: number): Float32Array {
-  const out = new Float32Array(n);
-  let s = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = ((s >>> 8) + 0.5) / (1 << 23) - 1;
-  }
-  return out;
+  const next = mulberry32(seed);
+  return Float32Array.from({ length: n }, () => 2 * next() - 1);
 }
 
-async function secondsPerCall(gpu: Gpu, run: () => Tensor[]): Promise<number> {
-  const once = () => {
-    for (const t of run()) t.release();
-  };
-  for (let i = 0; i < CALLS; i++) once();
-  await gpu.sync();
-  const times: number[] = [];
-  for (let r = 0; r < REPEATS; r++) {
-    const t0 = performance.now();
-    for (let i = 0; i < CALLS; i++) once();
-    await gpu.sync();
-    times.push((performance.now() - t0) / 1000 / CALLS);
-  }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
+/** Seconds per call of run, whose output tensors are released as it returns them. */
+function secondsPerCall(gpu: Gpu, run: () => Tensor[]): Promise<number> {
+  return medianSecondsPerCall(gpu, () => run().forEach((t) => t.release()), { calls: CALLS, repeats: REPEATS });
 }
 
 /** Fills a cache with `lens[i] − fresh` random tokens per sequence and builds the batch adding `fresh` each. */

@@ -12,7 +12,9 @@ import { KvCache, releaseBatch } from '../src/model/kv-cache.ts';
 import { QWEN3_PRESETS, qwen3Preset } from '../src/model/presets.ts';
 import { Qwen3Model } from '../src/model/qwen3.ts';
 import { randomQwen3Weights, releaseQwen3Weights } from '../src/model/weights.ts';
+import { mulberry32 } from '../src/util/mulberry32.ts';
 import { benchRow, type BenchRow } from './results.ts';
+import { medianSecondsPerCall } from './timing.ts';
 
 const REPEATS = 5;
 const PAGE = 16;
@@ -29,28 +31,9 @@ const QUICK: Plan = { prefill: [[2, 32], [1, 16]], decode: [1, 4], context: 32 }
 /** A tiny model for --quick (seconds on a CPU driver). */
 const TINY: Qwen3Config = { ...qwen3Preset('Qwen3-0.6B'), hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512 };
 
-async function medianSeconds(gpu: Gpu, run: () => void, repeats: number): Promise<number> {
-  run();
-  await gpu.sync();
-  const times: number[] = [];
-  for (let r = 0; r < repeats; r++) {
-    const t0 = performance.now();
-    run();
-    await gpu.sync();
-    times.push((performance.now() - t0) / 1000);
-  }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
-}
-
 function randomIds(n: number, vocab: number, seed: number): Uint32Array {
-  const out = new Uint32Array(n);
-  let s = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s % vocab;
-  }
-  return out;
+  const next = mulberry32(seed);
+  return Uint32Array.from({ length: n }, () => Math.floor(next() * vocab));
 }
 
 export async function benchInference(gpu: Gpu, opts: { quick: boolean; preset?: string; filter?: string }): Promise<BenchRow[]> {
@@ -81,7 +64,7 @@ export async function benchInference(gpu: Gpu, opts: { quick: boolean; preset?: 
       const batch = kv.buildBatch(pages.map((p) => ({ pages: p, cachedLen: 0, newTokens: L })));
       const ids = randomIds(S * L, config.vocabSize, 7);
       const seqLens = new Array<number>(S).fill(L);
-      const sec = await medianSeconds(gpu, () => model.forward({ ids, seqLens, cache: { kv, batch } }, { lastOnly: true }).release(), opts.quick ? 2 : REPEATS);
+      const sec = await medianSecondsPerCall(gpu, () => model.forward({ ids, seqLens, cache: { kv, batch } }, { lastOnly: true }).release(), { calls: 1, repeats: opts.quick ? 2 : REPEATS });
       rows.push(benchRow(gpu, name, (S * L) / sec, 'tokens/s'));
       releaseBatch(batch);
       kv.destroy();
@@ -95,7 +78,7 @@ export async function benchInference(gpu: Gpu, opts: { quick: boolean; preset?: 
       const pages = Array.from({ length: S }, () => kv.allocate(Math.ceil(plan.context / PAGE)));
       const batch = kv.buildBatch(pages.map((p) => ({ pages: p, cachedLen: plan.context - 1, newTokens: 1 })));
       const ids = gpu.upload(randomIds(S, config.vocabSize, 9), [S], 'u32', 'bench.ids');
-      const sec = await medianSeconds(gpu, () => model.decode(ids, { kv, batch }).release(), opts.quick ? 2 : REPEATS * 2);
+      const sec = await medianSecondsPerCall(gpu, () => model.decode(ids, { kv, batch }).release(), { calls: 1, repeats: opts.quick ? 2 : REPEATS * 2 });
       rows.push(benchRow(gpu, name, S / sec, 'tokens/s'));
       ids.release();
       releaseBatch(batch);

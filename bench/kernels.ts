@@ -12,13 +12,14 @@ import type { Tensor } from '../src/gpu/tensor.ts';
 import { cast, castBf16 } from '../src/kernels/cast.ts';
 import { add } from '../src/kernels/elementwise.ts';
 import { matmul, matmulWith, type MatmulVariant } from '../src/kernels/matmul.ts';
-import { rowSumSq } from '../src/kernels/reduce.ts';
+import { reduceRows } from '../src/kernels/reduce.ts';
 import { softmax, softmaxBackward } from '../src/kernels/softmax.ts';
 import { transpose } from '../src/kernels/transpose.ts';
 import { benchRow, type BenchRow } from './results.ts';
+import { medianSecondsPerCall } from './timing.ts';
 
-export const REPEATS = 5;
-export const DISPATCHES = 10;
+const REPEATS = 5;
+const DISPATCHES = 10;
 
 interface Case {
   name: string;
@@ -109,7 +110,7 @@ function otherCases(n: number, rows: number, cols: number, side: number): Case[]
     bytesCase(`reduce_sumsq_f32_${rows}x${cols}`, rows * cols * 4 + rows * 4, (gpu) => {
       const x = randomTensor(gpu, [rows, cols], 'f32', 8, 'bench.x');
       const out = gpu.tensor([rows], 'f32', 'bench.out');
-      return { run: () => rowSumSq(gpu, x, out), tensors: [x, out] };
+      return { run: () => reduceRows(gpu, x, 'sumsq', out), tensors: [x, out] };
     }),
     bytesCase(`transpose_f32_${side}x${side}`, 2 * side * side * 4, (gpu) => {
       const x = randomTensor(gpu, [side, side], 'f32', 9, 'bench.x');
@@ -176,21 +177,6 @@ export function kernelCases(quick: boolean): Case[] {
   return cases;
 }
 
-/** Seconds per dispatch: median over REPEATS of DISPATCHES back-to-back dispatches. */
-async function timeDispatch(gpu: Gpu, run: () => void): Promise<number> {
-  for (let i = 0; i < DISPATCHES; i++) run(); // warm-up: compiles the pipeline, wakes the GPU
-  await gpu.sync();
-  const times: number[] = [];
-  for (let r = 0; r < REPEATS; r++) {
-    const t0 = performance.now();
-    for (let i = 0; i < DISPATCHES; i++) run();
-    await gpu.sync();
-    times.push((performance.now() - t0) / 1000 / DISPATCHES);
-  }
-  times.sort((x, y) => x - y);
-  return times[Math.floor(times.length / 2)]!;
-}
-
 export async function benchKernels(gpu: Gpu, opts: { quick: boolean; filter?: string }): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   for (const c of kernelCases(opts.quick)) {
@@ -198,7 +184,7 @@ export async function benchKernels(gpu: Gpu, opts: { quick: boolean; filter?: st
     if (c.needsF16 && !gpu.f16) continue;
     const { run, tensors } = c.setup(gpu);
     try {
-      const seconds = await timeDispatch(gpu, run);
+      const seconds = await medianSecondsPerCall(gpu, run, { calls: DISPATCHES, repeats: REPEATS });
       rows.push(benchRow(gpu, c.name, c.work / seconds / 1e9, c.unit));
     } finally {
       for (const t of tensors) t.release();

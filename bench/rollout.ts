@@ -12,6 +12,7 @@ import { qwen3Preset } from '../src/model/presets.ts';
 import { Qwen3Model } from '../src/model/qwen3.ts';
 import { randomQwen3Weights, releaseQwen3Weights } from '../src/model/weights.ts';
 import { RolloutEngine } from '../src/rollout/engine.ts';
+import { mulberry32 } from '../src/util/mulberry32.ts';
 import { benchRow, type BenchRow } from './results.ts';
 
 interface Plan {
@@ -27,8 +28,8 @@ const QUICK: Plan = { prompts: 2, samples: 2, newTokens: 4, promptLens: [5, 9] }
 const TINY: Qwen3Config = { ...qwen3Preset('Qwen3-0.6B'), hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512 };
 
 function prompt(len: number, vocab: number, seed: number): number[] {
-  let s = seed >>> 0 || 1;
-  return Array.from({ length: len }, () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0), s % vocab));
+  const next = mulberry32(seed);
+  return Array.from({ length: len }, () => Math.floor(next() * vocab));
 }
 
 async function timeRun(engine: RolloutEngine, plan: Plan, roles: string[], vocab: number): Promise<{ seconds: number; tokens: number }> {

@@ -20,6 +20,7 @@ import { largestTrainingBuffer } from '../src/model/train-memory.ts';
 import { randomQwen3Weights, releaseQwen3Weights } from '../src/model/weights.ts';
 import { AdamW } from '../src/optim/adamw.ts';
 import { nllLoss, releaseLossResult } from '../src/rl/loss.ts';
+import { mulberry32 } from '../src/util/mulberry32.ts';
 import { benchRow, type BenchRow } from './results.ts';
 
 const REPEATS = 3;
@@ -29,13 +30,8 @@ const CHUNK_ROWS = 128;
 const TINY: Qwen3Config = { ...qwen3Preset('Qwen3-0.6B'), hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512 };
 
 function randomSeqs(n: number, len: number, vocab: number, seed: number): number[][] {
-  let s = seed >>> 0 || 1;
-  return Array.from({ length: n }, () =>
-    Array.from({ length: len }, () => {
-      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-      return s % vocab;
-    }),
-  );
+  const next = mulberry32(seed);
+  return Array.from({ length: n }, () => Array.from({ length: len }, () => Math.floor(next() * vocab)));
 }
 
 export async function benchTraining(gpu: Gpu, opts: { quick: boolean; preset?: string; filter?: string }): Promise<BenchRow[]> {

@@ -4,9 +4,6 @@ export type DType = 'f32' | 'f16' | 'u32' | 'i32';
 
 export const BYTES: Record<DType, number> = { f32: 4, f16: 2, u32: 4, i32: 4 };
 
-/** WGSL scalar type name for a dtype. */
-export const WGSL_TYPE: Record<DType, string> = { f32: 'f32', f16: 'f16', u32: 'u32', i32: 'i32' };
-
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 

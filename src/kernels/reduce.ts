@@ -32,7 +32,3 @@ export function reduceRows(gpu: Gpu, x: Tensor, op: ReduceOp, out?: Tensor): Ten
   });
   return o;
 }
-
-export const rowSum = (gpu: Gpu, x: Tensor, out?: Tensor) => reduceRows(gpu, x, 'sum', out);
-export const rowMax = (gpu: Gpu, x: Tensor, out?: Tensor) => reduceRows(gpu, x, 'max', out);
-export const rowSumSq = (gpu: Gpu, x: Tensor, out?: Tensor) => reduceRows(gpu, x, 'sumsq', out);

@@ -10,6 +10,7 @@ import { matmul } from '../kernels/matmul.ts';
 import { LINEAR_MODULES, type LinearAdapter, type LinearModule } from './adapter.ts';
 import type { Qwen3Config } from './config.ts';
 import { weightTensors, type LayerWeights, type Qwen3Weights } from './weights.ts';
+import { mulberry32 } from '../util/mulberry32.ts';
 
 export interface LoraConfig {
   rank: number;
@@ -75,18 +76,6 @@ export function checkLoraConfig(c: LoraConfig, where = 'LoRA config'): void {
   }
 }
 
-/** mulberry32 (seeded, reproducible initial weights). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function uniform(n: number, bound: number, next: () => number): Float32Array {
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) out[i] = (2 * next() - 1) * bound;
@@ -125,7 +114,7 @@ export class LoraAdapter implements TrainableLinearAdapter {
   ) {
     checkLoraConfig(config, `adapter ${name}`);
     this.scale = config.alpha / config.rank;
-    const next = rng(init.seed);
+    const next = mulberry32(init.seed);
     const r = config.rank;
     for (let l = 0; l < numLayers; l++) {
       for (const m of config.targets) {

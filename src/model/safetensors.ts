@@ -1,8 +1,8 @@
 // safetensors: an 8-byte little-endian header length, a JSON header {name: {dtype, shape, data_offsets}},
 // then the tensor bytes. One file, or shards listed by model.safetensors.index.json. Headers are checked
 // completely before any tensor is read; tensor bytes are read lazily, in slices, from a FileSource.
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '../gpu/dtype.ts';
-import type { FileSource } from './source.ts';
+import { f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '../gpu/dtype.ts';
+import { type FileSource, sourcePath } from './source.ts';
 
 export type StDType = 'F32' | 'F16' | 'BF16' | 'I32' | 'I64' | 'U8';
 
@@ -37,16 +37,16 @@ function numel(shape: readonly number[]): number {
   return shape.reduce((a, b) => a * b, 1);
 }
 
-/** Checks a header's JSON against a file of `fileSize` bytes. */
-export function parseHeader(json: Uint8Array, file: string, fileSize: number): SafetensorsHeader {
+/** Checks a header's JSON against a file of `fileSize` bytes; messages name the file as `label`. */
+export function parseHeader(json: Uint8Array, file: string, fileSize: number, label = file): SafetensorsHeader {
   const dataStart = 8 + json.length;
   let header: unknown;
   try {
     header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(json));
   } catch (e) {
-    throw new SafetensorsError(`${file}: header is not valid JSON (${(e as Error).message})`);
+    throw new SafetensorsError(`${label}: header is not valid JSON (${(e as Error).message})`);
   }
-  if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new SafetensorsError(`${file}: header is not a JSON object`);
+  if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new SafetensorsError(`${label}: header is not a JSON object`);
   const dataSize = fileSize - dataStart;
   const tensors = new Map<string, TensorInfo>();
   let metadata: Record<string, string> = {};
@@ -54,12 +54,12 @@ export function parseHeader(json: Uint8Array, file: string, fileSize: number): S
   for (const [name, entry] of Object.entries(header as Record<string, unknown>)) {
     if (name === '__metadata__') {
       if (typeof entry !== 'object' || entry === null || Object.values(entry).some((v) => typeof v !== 'string')) {
-        throw new SafetensorsError(`${file}: __metadata__ must map strings to strings`);
+        throw new SafetensorsError(`${label}: __metadata__ must map strings to strings`);
       }
       metadata = entry as Record<string, string>;
       continue;
     }
-    const where = `${file}: tensor ${name}`;
+    const where = `${label}: tensor ${name}`;
     if (typeof entry !== 'object' || entry === null) throw new SafetensorsError(`${where}: entry is not an object`);
     const { dtype, shape, data_offsets: offsets } = entry as Record<string, unknown>;
     if (typeof dtype !== 'string' || !(dtype in ST_BYTES)) {
@@ -86,7 +86,7 @@ export function parseHeader(json: Uint8Array, file: string, fileSize: number): S
   for (let i = 1; i < spans.length; i++) {
     const [b, , name] = spans[i]!;
     const [, pe, prev] = spans[i - 1]!;
-    if (b < pe && spans[i]![1] > b) throw new SafetensorsError(`${file}: tensors ${prev} and ${name} overlap (data offsets ${b} < ${pe})`);
+    if (b < pe && spans[i]![1] > b) throw new SafetensorsError(`${label}: tensors ${prev} and ${name} overlap (data offsets ${b} < ${pe})`);
   }
   return { tensors, metadata, dataStart };
 }
@@ -102,8 +102,9 @@ function headerLength(bytes: Uint8Array, file: string, fileSize: number): number
 export async function readHeader(source: FileSource, file: string): Promise<SafetensorsHeader> {
   const size = await source.size(file);
   const head = await source.read(file, 0, Math.min(8, size));
-  const n = headerLength(head, file, size);
-  return parseHeader(await source.read(file, 8, n), file, size);
+  const where = sourcePath(source, file);
+  const n = headerLength(head, where, size);
+  return parseHeader(await source.read(file, 8, n), file, size, where);
 }
 
 /** The tensors of a checkpoint: one .safetensors file or an index of shards. */
@@ -130,7 +131,7 @@ export class SafetensorsSet {
     const per = ST_BYTES[t.dtype];
     const n = count ?? t.byteLength / per - start;
     if (start < 0 || n < 0 || (start + n) * per > t.byteLength) {
-      throw new SafetensorsError(`${t.file}: tensor ${name}: elements [${start}, ${start + n}) out of its ${t.byteLength / per}`);
+      throw new SafetensorsError(`${sourcePath(this.source, t.file)}: tensor ${name}: elements [${start}, ${start + n}) out of its ${t.byteLength / per}`);
     }
     return this.source.read(t.file, t.offset + start * per, n * per);
   }

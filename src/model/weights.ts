@@ -10,7 +10,7 @@ import { cast, castBf16 } from '../kernels/cast.ts';
 import { randomNormal } from '../kernels/random.ts';
 import { ConfigError, parseQwen3Config, type Qwen3Config } from './config.ts';
 import { openSafetensors, ST_BYTES, type SafetensorsSet, type StDType } from './safetensors.ts';
-import type { FileSource } from './source.ts';
+import { type FileSource, sourcePath } from './source.ts';
 
 export interface LayerWeights {
   inputNorm: Tensor;
@@ -57,17 +57,18 @@ export class WeightsError extends Error {
 }
 
 type Kind = 'matrix' | 'norm';
-interface Spec {
+/** One checkpoint tensor: Hugging Face name, shape, and whether it is a norm (kept f32) or a matrix. */
+export interface TensorSpec {
   name: string;
   shape: number[];
   kind: Kind;
 }
 
 /** Every tensor a Qwen3ForCausalLM checkpoint must have, with its Hugging Face name and shape. */
-export function expectedTensors(c: Qwen3Config): Spec[] {
+export function expectedTensors(c: Qwen3Config): TensorSpec[] {
   const q = c.numHeads * c.headDim;
   const kv = c.numKvHeads * c.headDim;
-  const specs: Spec[] = [{ name: 'model.embed_tokens.weight', shape: [c.vocabSize, c.hiddenSize], kind: 'matrix' }];
+  const specs: TensorSpec[] = [{ name: 'model.embed_tokens.weight', shape: [c.vocabSize, c.hiddenSize], kind: 'matrix' }];
   for (let i = 0; i < c.numLayers; i++) {
     const p = `model.layers.${i}.`;
     specs.push(
@@ -95,7 +96,7 @@ function defaultDtype(gpu: Gpu, dtype: WeightDType | undefined): WeightDType {
 }
 
 /** Throws GpuLimitError when a tensor's (pooled) buffer would exceed a device limit. */
-function checkLimits(gpu: Gpu, specs: readonly Spec[], dtype: WeightDType): void {
+function checkLimits(gpu: Gpu, specs: readonly TensorSpec[], dtype: WeightDType): void {
   const bind = gpu.limits.maxStorageBufferBindingSize;
   const buf = gpu.limits.maxBufferSize;
   for (const s of specs) {
@@ -113,7 +114,8 @@ function checkLimits(gpu: Gpu, specs: readonly Spec[], dtype: WeightDType): void
   }
 }
 
-function allocate(gpu: Gpu, c: Qwen3Config, dtype: WeightDType, make: (s: Spec, dtype: 'f32' | 'f16') => Tensor): Qwen3Weights {
+/** The Qwen3Weights structure with each tensor from make(spec, storage dtype): matrices in dtype, norms f32. */
+export function assembleQwen3Weights(c: Qwen3Config, dtype: WeightDType, make: (s: TensorSpec, dtype: WeightDType) => Tensor): Qwen3Weights {
   const specs = new Map(expectedTensors(c).map((s) => [s.name, s]));
   const t = (name: string) => {
     const s = specs.get(name)!;
@@ -152,7 +154,7 @@ export function releaseQwen3Weights(w: Qwen3Weights): void {
 }
 
 /** Names, shapes and dtypes of the checkpoint against the config; returns notes on ignored tensors. */
-function checkCheckpoint(set: SafetensorsSet, c: Qwen3Config, specs: readonly Spec[]): string[] {
+function checkCheckpoint(set: SafetensorsSet, c: Qwen3Config, specs: readonly TensorSpec[]): string[] {
   const where = set.source.name;
   const missing = specs.filter((s) => !set.tensors.has(s.name)).map((s) => s.name);
   if (missing.length) {
@@ -162,10 +164,10 @@ function checkCheckpoint(set: SafetensorsSet, c: Qwen3Config, specs: readonly Sp
   for (const s of specs) {
     const t = set.tensors.get(s.name)!;
     if (t.shape.length !== s.shape.length || t.shape.some((d, i) => d !== s.shape[i])) {
-      throw new WeightsError(`${t.file}: tensor ${s.name} has shape [${t.shape}], config.json implies [${s.shape}]`);
+      throw new WeightsError(`${sourcePath(set.source, t.file)}: tensor ${s.name} has shape [${t.shape}], config.json implies [${s.shape}]`);
     }
     if (t.dtype !== 'F32' && t.dtype !== 'F16' && t.dtype !== 'BF16') {
-      throw new WeightsError(`${t.file}: tensor ${s.name} is ${t.dtype}; weights must be F32, F16 or BF16`);
+      throw new WeightsError(`${sourcePath(set.source, t.file)}: tensor ${s.name} is ${t.dtype}; weights must be F32, F16 or BF16`);
     }
   }
   const known = new Set(specs.map((s) => s.name));
@@ -228,7 +230,7 @@ export async function loadQwen3(gpu: Gpu, source: FileSource, opts: LoadOptions 
   const notes = checkCheckpoint(set, config, specs);
   checkLimits(gpu, specs, dtype);
 
-  const weights = allocate(gpu, config, dtype, (s, dt) => gpu.tensor(s.shape, dt, s.name));
+  const weights = assembleQwen3Weights(config, dtype, (s, dt) => gpu.tensor(s.shape, dt, s.name));
   const byName = new Map<string, Tensor>();
   for (const t of weightTensors(weights)) byName.set(t.label, t);
   const total = specs.reduce((a, s) => a + set.info(s.name).byteLength, 0);
@@ -272,7 +274,7 @@ export function randomQwen3Weights(gpu: Gpu, config: Qwen3Config, seed: number, 
   const dtype = defaultDtype(gpu, opts.dtype);
   checkLimits(gpu, expectedTensors(config), dtype);
   let k = 0;
-  return allocate(gpu, config, dtype, (s, dt) => {
+  return assembleQwen3Weights(config, dtype, (s, dt) => {
     const t = gpu.tensor(s.shape, dt, s.name);
     const tensorSeed = (Math.imul(seed >>> 0, 0x9e3779b1) + Math.imul(++k, 0x85ebca6b)) >>> 0;
     return randomNormal(gpu, t, tensorSeed, s.kind === 'norm' ? 1 : 0, 0.02);

@@ -4,12 +4,15 @@
 // sequences join and leave as they start and finish (continuous batching). K/V live in a paged cache
 // under a memory budget; full prompt pages are shared between sequences with the same prefix; when
 // pages run out the newest sequence is preempted and later recomputed. Each row of a batch runs its
-// role's own LoRA adapter (or none), and draws tokens on the GPU from its own seeded stream.
+// role's own LoRA adapter (or none) through a bank of every adapter (one lora_rows kernel per linear,
+// rows in any order), and draws tokens on the GPU from its own seeded stream.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { type SamplingRow, sampleTokens } from '../kernels/sample.ts';
 import { KvCache, type PagedSeq, releaseBatch } from '../model/kv-cache.ts';
-import type { AdapterSet, LoraAdapter } from '../model/lora.ts';
+import type { LinearAdapter } from '../model/adapter.ts';
+import { LoraBank, type RowsAdapter } from '../model/lora-bank.ts';
+import type { AdapterSet } from '../model/lora.ts';
 import type { Qwen3Model } from '../model/qwen3.ts';
 import type { ChatMessage, Qwen3Tokenizer } from '../model/tokenizer.ts';
 import { PrefixCache } from './prefix-cache.ts';
@@ -104,6 +107,8 @@ export class RolloutEngine {
   private readonly waiting: Sequence[] = [];
   private readonly running: Sequence[] = [];
   private pumping: Promise<void> | null = null;
+  /** Every adapter of the set, copied side by side; built on first need, rebuilt when the set changes. */
+  private bank: LoraBank | null = null;
   private readonly stopIds: Set<number>;
   private readonly opts: Required<Omit<EngineOptions, 'adapters' | 'stopIds' | 'kvBudgetBytes' | 'kvDtype'>>;
   readonly stats = { prefills: 0, decodeSteps: 0, tokens: 0, preemptions: 0, maxConcurrent: 0 };
@@ -135,9 +140,12 @@ export class RolloutEngine {
     this.roles.set(role, adapter);
   }
 
-  /** Call after an adapter's weights change: cached prefixes computed with the old weights stop matching. */
+  /** Call after an adapter's weights change: the bank re-copies them (until then generation uses the
+   * weights it copied last), and cached prefixes computed with the old weights stop matching. */
   adapterUpdated(name: string): void {
     this.versions.set(name, (this.versions.get(name) ?? 0) + 1);
+    const set = this.options.adapters;
+    if (this.bank && set?.has(name) && this.bank.matches(set)) this.bank.sync(name);
   }
 
   /** Pages neither a sequence nor the prefix cache holds. */
@@ -264,35 +272,35 @@ export class RolloutEngine {
     return admitted;
   }
 
-  /** Orders sequences so rows of one adapter are contiguous, and builds the routed adapter. */
-  private routed(seqs: Sequence[], rowsOf: (s: Sequence) => number) {
+  /** The per-row adapter of one forward (row counts per sequence), or undefined when every row is the base model. */
+  private rowsAdapter(seqs: Sequence[], rowsOf: (s: Sequence) => number): RowsAdapter | undefined {
     const set = this.options.adapters;
-    const segments: { adapter: LoraAdapter | null; start: number; end: number }[] = [];
-    let row = 0;
-    for (const s of seqs) {
-      const n = rowsOf(s);
-      const last = segments[segments.length - 1];
-      const a = s.adapter === null ? null : set!.get(s.adapter);
-      if (last && last.adapter === a) last.end += n;
-      else segments.push({ adapter: a, start: row, end: row + n });
-      row += n;
+    if (!set || seqs.every((s) => s.adapter === null)) return undefined;
+    if (!this.bank?.matches(set)) {
+      this.bank?.release();
+      this.bank = new LoraBank(this.gpu, set, this.model.config);
     }
-    if (!set || segments.every((g) => g.adapter === null)) return undefined;
-    return set.routed(segments.filter((g) => g.adapter !== null).map((g) => ({ adapter: g.adapter!.name, start: g.start, end: g.end })));
+    return this.bank.forRows(seqs.flatMap((s) => new Array<string | null>(rowsOf(s)).fill(s.adapter)));
   }
 
-  private byAdapter(seqs: Sequence[]): Sequence[] {
-    return [...seqs].sort((a, b) => (a.adapter ?? '').localeCompare(b.adapter ?? ''));
+  /** Runs one forward with its rows' adapters, releasing the row indices once it is recorded. */
+  private withRows(seqs: Sequence[], rowsOf: (s: Sequence) => number, forward: (adapter: LinearAdapter | undefined) => Tensor): Tensor {
+    const adapter = this.rowsAdapter(seqs, rowsOf);
+    try {
+      return forward(adapter);
+    } finally {
+      adapter?.release();
+    }
   }
 
-  private async prefill(admittedIn: Sequence[]): Promise<void> {
-    const admitted = this.byAdapter(admittedIn);
+  private async prefill(admitted: Sequence[]): Promise<void> {
     const tokensOf = (s: Sequence) => [...s.promptIds, ...s.ids];
     const seqs: PagedSeq[] = admitted.map((s) => ({ pages: s.pages, cachedLen: s.cached, newTokens: tokensOf(s).length - s.cached }));
     const ids = Uint32Array.from(admitted.flatMap((s) => tokensOf(s).slice(s.cached)));
     const batch = this.kv.buildBatch(seqs);
-    const adapter = this.routed(admitted, (s) => tokensOf(s).length - s.cached);
-    const logits = this.model.forward({ ids, seqLens: seqs.map((q) => q.newTokens), cache: { kv: this.kv, batch } }, { adapter, lastOnly: true });
+    const logits = this.withRows(admitted, (s) => tokensOf(s).length - s.cached, (adapter) =>
+      this.model.forward({ ids, seqLens: seqs.map((q) => q.newTokens), cache: { kv: this.kv, batch } }, { adapter, lastOnly: true }),
+    );
     releaseBatch(batch);
     for (const s of admitted) {
       s.cached = s.promptIds.length + s.ids.length;
@@ -316,10 +324,10 @@ export class RolloutEngine {
       s.pages.push(...this.kv.allocate(1));
     }
     if (!this.running.length) return;
-    const seqs = this.byAdapter(this.running);
+    const seqs = [...this.running];
     const batch = this.kv.buildBatch(seqs.map((s) => ({ pages: s.pages, cachedLen: s.cached, newTokens: 1 })));
     const ids = Uint32Array.from(seqs.map((s) => s.ids[s.ids.length - 1]!));
-    const logits = this.model.decode(ids, { kv: this.kv, batch }, { adapter: this.routed(seqs, () => 1) });
+    const logits = this.withRows(seqs, () => 1, (adapter) => this.model.decode(ids, { kv: this.kv, batch }, { adapter }));
     releaseBatch(batch);
     for (const s of seqs) s.cached++;
     this.stats.decodeSteps++;
@@ -422,5 +430,7 @@ export class RolloutEngine {
     await this.pumping;
     this.reapEnded();
     this.prefix?.clear();
+    this.bank?.release();
+    this.bank = null;
   }
 }

@@ -1,33 +1,12 @@
 // The troupe CLI: dispatch, help, usage errors and exit codes; doctor on the real adapter; the Node
 // entry bin/troupe.mjs (bundles src/cli/main.ts, then runs it) as a child process.
-import { spawnSync } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { helpText, runCli } from '../../src/cli/cli.ts';
+import { helpText } from '../../src/cli/cli.ts';
 import { UsageError, type Command } from '../../src/cli/command.ts';
 import { formatTable } from '../../src/cli/commands/bench.ts';
 import type { DoctorResult } from '../../src/cli/commands/doctor.ts';
 import { COMMANDS } from '../../src/cli/commands/index.ts';
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-
-/** Runs the CLI in-process, capturing what it prints. */
-async function capture(argv: string[], commands?: Command[]): Promise<{ code: number; out: string; err: string }> {
-  const log = console.log;
-  const error = console.error;
-  let out = '';
-  let err = '';
-  console.log = (...a: unknown[]) => void (out += a.join(' ') + '\n');
-  console.error = (...a: unknown[]) => void (err += a.join(' ') + '\n');
-  try {
-    const code = await runCli(argv, commands);
-    return { code, out, err };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
+import { captureCli, spawnTroupe } from '../helpers/cli.ts';
 
 const fake = (run: Command['run']): Command => ({ name: 'fake', summary: 'a test command', usage: 'usage: troupe fake [--n N]', run });
 
@@ -39,7 +18,7 @@ describe('troupe CLI', () => {
     expect(names).toContain('start');
     expect(new Set(names).size).toBe(names.length);
     for (const args of [[], ['help'], ['--help'], ['-h']]) {
-      const r = await capture(args);
+      const r = await captureCli(args);
       expect(r.code).toBe(0);
       for (const n of names) expect(r.out).toMatch(new RegExp(`^  ${n}\\s`, 'm'));
     }
@@ -47,40 +26,43 @@ describe('troupe CLI', () => {
   });
 
   it('an unknown command lists the commands and exits 2', async () => {
-    const r = await capture(['no-such-command']);
+    const r = await captureCli(['no-such-command']);
     expect(r.code).toBe(2);
     expect(r.err).toContain('unknown command "no-such-command"');
     expect(r.err).toContain('doctor');
   });
 
   it('help <command> and <command> --help print its usage', async () => {
-    const a = await capture(['help', 'doctor']);
-    const b = await capture(['doctor', '--help']);
+    const a = await captureCli(['help', 'doctor']);
+    const b = await captureCli(['doctor', '--help']);
     expect(a.code).toBe(0);
     expect(a.out).toContain('usage: troupe doctor');
     expect(b.out).toBe(a.out);
   });
 
   it('bad options exit 2 with the usage; other errors exit 1 with their message', async () => {
-    const bad = await capture(['doctor', '--no-such-option']);
+    const bad = await captureCli(['doctor', '--no-such-option']);
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('no-such-option');
     expect(bad.err).toContain('usage: troupe doctor');
-    const suite = await capture(['bench', 'no-such-suite']);
+    const unwritable = await captureCli(['bench', 'kernels', '--quick', '--out', '/nonexistent-dir/rows.jsonl']);
+    expect(unwritable.code).toBe(1);
+    expect(unwritable.err).toMatch(/troupe bench: Error: --out \/nonexistent-dir\/rows.jsonl: cannot write: ENOENT/);
+    const suite = await captureCli(['bench', 'no-such-suite']);
     expect(suite.code).toBe(2);
     expect(suite.err).toContain('unknown suite "no-such-suite"');
-    const usage = await capture(['fake'], [fake(async () => Promise.reject(new UsageError('troupe fake: --n is required')))]);
+    const usage = await captureCli(['fake'], [fake(async () => Promise.reject(new UsageError('troupe fake: --n is required')))]);
     expect(usage.code).toBe(2);
     expect(usage.err).toContain('--n is required');
-    const crash = await capture(['fake'], [fake(async () => Promise.reject(new RangeError('weights.bin is truncated')))]);
+    const crash = await captureCli(['fake'], [fake(async () => Promise.reject(new RangeError('weights.bin is truncated')))]);
     expect(crash.code).toBe(1);
     expect(crash.err).toContain('troupe fake: RangeError: weights.bin is truncated');
-    const ok = await capture(['fake', 'x'], [fake(async (argv) => (argv[0] === 'x' ? 7 : 0))]);
+    const ok = await captureCli(['fake', 'x'], [fake(async (argv) => (argv[0] === 'x' ? 7 : 0))]);
     expect(ok.code).toBe(7);
   });
 
   it('doctor --json reports the adapter and a passing kernel check', async () => {
-    const r = await capture(['doctor', '--json']);
+    const r = await captureCli(['doctor', '--json']);
     expect(r.code).toBe(0);
     const d = JSON.parse(r.out) as DoctorResult;
     expect(d.ok).toBe(true);
@@ -92,10 +74,14 @@ describe('troupe CLI', () => {
       expect(c.ok).toBe(true);
       expect(c.maxRelError).toBeLessThanOrEqual(c.tolerance);
     }
-    const text = await capture(['doctor', '--disable', 'shader-f16']);
+    const text = await captureCli(['doctor', '--disable', 'shader-f16']);
     expect(text.code).toBe(0);
     expect(text.out).toContain('doctor: OK');
     expect(text.out).not.toMatch(/check .* f16 /);
+    // A misspelt feature is a usage error, not silently ignored.
+    const typo = await captureCli(['doctor', '--disable', 'shader_f16']);
+    expect(typo.code).toBe(2);
+    expect(typo.err).toMatch(/--disable shader_f16: not an optional feature troupe uses \(shader-f16, /);
   });
 
   it('bench prints rows as an aligned table', () => {
@@ -112,18 +98,18 @@ describe('troupe CLI', () => {
   });
 
   it('bin/troupe.mjs builds and runs the CLI under Node', () => {
-    const r = spawnSync('node', [join(ROOT, 'bin/troupe.mjs'), 'help'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
-    expect(r.status).toBe(0);
+    const r = spawnTroupe(['help'], { timeoutMs: 60_000 });
+    expect(r.code).toBe(0);
     expect(r.stdout).toContain('usage: troupe <command>');
-    const unknown = spawnSync('node', [join(ROOT, 'bin/troupe.mjs'), 'no-such-command'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
-    expect(unknown.status).toBe(2);
+    const unknown = spawnTroupe(['no-such-command'], { timeoutMs: 60_000 });
+    expect(unknown.code).toBe(2);
   });
 
   it('doctor exits 1 when no adapter exists', () => {
     // A Vulkan loader pointed at a driver file that does not exist finds no driver at all.
     const env = { ...process.env, VK_ICD_FILENAMES: '/nonexistent/icd.json', VK_DRIVER_FILES: '/nonexistent/icd.json' };
-    const r = spawnSync('node', [join(ROOT, 'bin/troupe.mjs'), 'doctor', '--json'], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
-    expect(r.status).toBe(1);
+    const r = spawnTroupe(['doctor', '--json'], { env, timeoutMs: 60_000 });
+    expect(r.code).toBe(1);
     const d = JSON.parse(r.stdout) as DoctorResult;
     expect(d.ok).toBe(false);
     expect(d.adapter).toBeNull();

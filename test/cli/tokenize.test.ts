@@ -3,19 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { command } from '../../src/cli/commands/tokenize.ts';
+import { runCommand } from '../helpers/cli.ts';
 
-/** Runs the command, returning its exit code and the last line it printed. */
-async function run(argv: string[]): Promise<{ code: number; last: string }> {
-  const lines: string[] = [];
-  const log = console.log;
-  console.log = (...a: unknown[]) => lines.push(a.map(String).join(' '));
-  try {
-    const code = await command.run(argv);
-    return { code, last: lines.at(-1) ?? '' };
-  } finally {
-    console.log = log;
-  }
-}
+const run = (argv: string[]) => runCommand(command, argv);
 
 describe('troupe tokenize', () => {
   let dir = '';
@@ -50,5 +40,7 @@ describe('troupe tokenize', () => {
     const bad = join(dir, 'bad.json');
     await writeFile(bad, '[{"role": "user"}]');
     await expect(run(['--chat', bad])).rejects.toThrow(/must hold a list of \{"role", "content"\} messages/);
+    // --model names the tokenizer to use: a directory without its files is an error, not the shipped one.
+    await expect(run(['--text', 'hi', '--model', dir])).rejects.toThrow(/no tokenizer.json and tokenizer_config.json/);
   });
 });

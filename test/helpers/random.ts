@@ -1,16 +1,8 @@
 // Seeded random inputs (never zeros) and error measures for comparing GPU results with CPU references.
+import { mulberry32 } from '../../src/util/mulberry32.ts';
 
-/** mulberry32: small, fast, deterministic. */
-export function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Uniform in [0, 1), deterministic in seed. */
+export const rng = mulberry32;
 
 /** Uniform in [-scale, scale], with values near zero pushed away so no entry is 0. */
 export function randn(n: number, seed: number, scale = 1): Float32Array {

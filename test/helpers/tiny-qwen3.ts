@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { Qwen3Config } from '../../src/model/config.ts';
 import { readSafetensorsBytes } from '../../src/model/safetensors.ts';
-import { expectedTensors, type Qwen3Weights } from '../../src/model/weights.ts';
+import { assembleQwen3Weights, expectedTensors, type Qwen3Weights } from '../../src/model/weights.ts';
 import { randn } from './random.ts';
 import type { WeightMap } from '../ref/qwen3.ts';
 
@@ -41,33 +41,7 @@ export function randomWeightMap(c: Qwen3Config, seed: number): WeightMap {
 
 /** The weights on the GPU in the structure Qwen3Model takes (matrices in `dtype`, norms f32). */
 export function uploadWeights(gpu: Gpu, c: Qwen3Config, m: WeightMap, dtype: 'f32' | 'f16' = 'f32'): Qwen3Weights {
-  const specs = new Map(expectedTensors(c).map((s) => [s.name, s]));
-  const t = (name: string) => {
-    const s = specs.get(name)!;
-    return gpu.upload(m.get(name)!, s.shape, s.kind === 'norm' ? 'f32' : dtype, name);
-  };
-  const embed = t('model.embed_tokens.weight');
-  return {
-    embed,
-    layers: Array.from({ length: c.numLayers }, (_, i) => {
-      const p = `model.layers.${i}.`;
-      return {
-        inputNorm: t(`${p}input_layernorm.weight`),
-        postAttnNorm: t(`${p}post_attention_layernorm.weight`),
-        qNorm: t(`${p}self_attn.q_norm.weight`),
-        kNorm: t(`${p}self_attn.k_norm.weight`),
-        q: t(`${p}self_attn.q_proj.weight`),
-        k: t(`${p}self_attn.k_proj.weight`),
-        v: t(`${p}self_attn.v_proj.weight`),
-        o: t(`${p}self_attn.o_proj.weight`),
-        gate: t(`${p}mlp.gate_proj.weight`),
-        up: t(`${p}mlp.up_proj.weight`),
-        down: t(`${p}mlp.down_proj.weight`),
-      };
-    }),
-    norm: t('model.norm.weight'),
-    lmHead: c.tieWordEmbeddings ? embed : t('lm_head.weight'),
-  };
+  return assembleQwen3Weights(c, dtype, (s, dt) => gpu.upload(m.get(s.name)!, s.shape, dt, s.name));
 }
 
 export const FIXTURE_MODELS = 'test/fixtures/models';

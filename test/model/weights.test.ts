@@ -176,7 +176,7 @@ describe('loadQwen3 (checkpoints written here)', () => {
     it('a wrong shape names the tensor', async () => {
       const gpu = await testGpu();
       const ts = base().map((t) => (t.name === 'model.layers.0.self_attn.k_proj.weight' ? { ...t, shape: [20, 12], data: randn(240, 9) } : t));
-      await expect(loadQwen3(gpu, memoryModel(cfg, ts))).rejects.toThrow(/model.safetensors: tensor model.layers.0.self_attn.k_proj.weight has shape \[20,12\], config.json implies \[12,20\]/);
+      await expect(loadQwen3(gpu, memoryModel(cfg, ts))).rejects.toThrow(/mem-model\/model.safetensors: tensor model.layers.0.self_attn.k_proj.weight has shape \[20,12\], config.json implies \[12,20\]/);
     });
 
     it('extra tensors are listed; lm_head next to tied embeddings is ignored with a note', async () => {

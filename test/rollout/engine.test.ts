@@ -6,9 +6,9 @@ import { AdapterSet, DEFAULT_LORA, LoraAdapter } from '../../src/model/lora.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
 import { DirectorySource } from '../../src/model/source.ts';
 import { loadQwen3 } from '../../src/model/weights.ts';
-import { type GenerateOptions, RolloutEngine } from '../../src/rollout/engine.ts';
+import { type GenerateOptions, type GenerateResult, RolloutEngine } from '../../src/rollout/engine.ts';
 import { testGpu } from '../helpers/gpu.ts';
-import { randInts } from '../helpers/random.ts';
+import { randInts, randn } from '../helpers/random.ts';
 import { FIXTURE_MODELS, readFixture } from '../helpers/tiny-qwen3.ts';
 
 let gpu: Gpu;
@@ -40,6 +40,25 @@ function engine(opts: ConstructorParameters<typeof RolloutEngine>[2] = {}): Roll
 }
 
 const greedy: GenerateOptions = { maxNewTokens: 12, temperature: 0, ignoreEos: true };
+
+/** Teacher-forced ground truth without the engine (no cache, no bank: the adapter's own matmuls): each
+ * generated token is the greedy argmax after the tokens before it, with log softmax as its logprob. */
+async function expectGreedyOf(adapter: LoraAdapter | null, prompt: number[], r: { ids: number[]; logprobs: number[] }): Promise<void> {
+  const all = [...prompt, ...r.ids];
+  const logits = model.forward({ ids: Uint32Array.from(all), seqLens: [all.length] }, { adapter: adapter ?? undefined });
+  const v = await gpu.readF32(logits);
+  logits.release();
+  const V = model.config.vocabSize;
+  r.ids.forEach((id, i) => {
+    const row = v.subarray((prompt.length - 1 + i) * V, (prompt.length + i) * V);
+    let best = 0;
+    for (let k = 1; k < V; k++) if (row[k]! > row[best]!) best = k;
+    let sum = 0;
+    for (let k = 0; k < V; k++) sum += Math.exp(row[k]! - row[best]!);
+    expect(id).toBe(best);
+    expect(Math.abs(r.logprobs[i]! - (row[id]! - row[best]! - Math.log(sum)))).toBeLessThan(1e-4);
+  });
+}
 
 // Generous: SwiftShader compiles every pipeline on first use.
 const SLOW = 600_000;
@@ -150,6 +169,53 @@ describe('RolloutEngine', () => {
     const pre = new AbortController();
     pre.abort();
     expect((await e.generate('frozen', greedyPrompt, { ...long, signal: pre.signal })).finishReason).toBe('abort');
+  }, SLOW);
+
+  it('one decode batch interleaving 3 adapters (mixed ranks, missing modules) and the base equals separate runs', async () => {
+    const three = new AdapterSet();
+    three.add(adapters.get('solver'));
+    three.add(adapters.get('judge'));
+    const critic = three.add(LoraAdapter.create(gpu, 'critic', model.config, { rank: 2, alpha: 4, targets: ['q_proj', 'v_proj', 'down_proj'] }, { seed: 3, randomB: 0.3 }));
+    const e = new RolloutEngine(model, null, { adapters: three, kvBudgetBytes: 1 << 20, kvDtype: 'f32' });
+    const adapterOf: Record<string, string | null> = { a: 'solver', b: 'judge', c: 'critic', base: null };
+    for (const [role, a] of Object.entries(adapterOf)) e.setRole(role, a);
+    const roles = ['c', 'base', 'a', 'b', 'c', 'a', 'base', 'b'];
+    const prompts = roles.map((_, i) => Array.from(randInts(4 + 2 * i, 40 + i, 384)));
+    const opts: GenerateOptions = { maxNewTokens: 6, temperature: 0, ignoreEos: true };
+    const separate: GenerateResult[] = [];
+    for (let i = 0; i < roles.length; i++) separate.push(await e.generate(roles[i]!, prompts[i]!, opts));
+    const mixed = await Promise.all(roles.map((r, i) => e.generate(r, prompts[i]!, opts)));
+    expect(e.stats.maxConcurrent).toBe(roles.length);
+    for (let i = 0; i < roles.length; i++) {
+      expect(mixed[i]!.adapter).toBe(adapterOf[roles[i]!]!);
+      expect(mixed[i]!.ids).toEqual(separate[i]!.ids);
+      mixed[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - separate[i]!.logprobs[j]!)).toBeLessThan(1e-4));
+      const name = adapterOf[roles[i]!]!;
+      await expectGreedyOf(name === null ? null : three.get(name), prompts[i]!, mixed[i]!);
+    }
+    // The critic changes the output (it is not silently skipped).
+    expect((await e.generate('base', prompts[0]!, opts)).ids).not.toEqual(mixed[0]!.ids);
+    await e.close();
+    three.delete('critic');
+  }, SLOW);
+
+  it('after an adapter changes and adapterUpdated, generation uses the new weights', async () => {
+    const set = new AdapterSet();
+    const critic = set.add(LoraAdapter.create(gpu, 'critic', model.config, { ...DEFAULT_LORA, rank: 4, alpha: 8 }, { seed: 5, randomB: 0.3 }));
+    const e = new RolloutEngine(model, null, { adapters: set, kvBudgetBytes: 1 << 20, kvDtype: 'f32' });
+    e.setRole('critic', 'critic');
+    const prompt = Array.from(randInts(9, 50, 384));
+    const opts: GenerateOptions = { maxNewTokens: 6, temperature: 0, ignoreEos: true };
+    const before = await e.generate('critic', prompt, opts);
+    await expectGreedyOf(critic, prompt, before);
+    // An optimizer-like step: new B everywhere.
+    critic.entries().forEach(({ pair }, i) => gpu.write(pair.B, randn(pair.B.size, 60 + i, 0.3)));
+    e.adapterUpdated('critic');
+    const after = await e.generate('critic', prompt, opts);
+    expect(after.ids).not.toEqual(before.ids);
+    await expectGreedyOf(critic, prompt, after);
+    await e.close();
+    set.release();
   }, SLOW);
 
   it('rejects impossible requests with a clear error', async () => {

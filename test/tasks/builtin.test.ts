@@ -1,7 +1,7 @@
 // Built-in task generators: determinism by seed, held-out validation, and answers checked
 // independently (math: re-evaluated from the prompt with exact rationals; code: the reference Python
 // solution run on every generated test input in Pyodide, directly, not through the sandbox).
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CODE_TEMPLATES } from '../../src/tasks/builtin/code.ts';
 import { BuiltinTaskError, builtinTasks } from '../../src/tasks/builtin/index.ts';
 import { loadPyodide, type PyodideAPI } from 'pyodide';

@@ -1,15 +1,11 @@
 // `troupe grade`: the last stdout line and the exit code (0 whatever the reward; 2 for bad arguments;
 // 1 for unusable input). A few cases spawn the real CLI (node bin/troupe.mjs); the rest run the same
 // command registry in-process, which is faster.
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/cli.ts';
-
-// Under Deno process.execPath is deno itself: the CLI's Node entry needs node.
-const NODE = (globalThis as { Deno?: unknown }).Deno ? 'node' : process.execPath;
+import { captureCli, spawnTroupe } from '../helpers/cli.ts';
 
 interface Run {
   code: number;
@@ -27,26 +23,15 @@ function lastJson(stdout: string): Run['last'] {
   }
 }
 
-function spawnTroupe(...args: string[]): Run {
-  const r = spawnSync(NODE, ['bin/troupe.mjs', 'grade', ...args], { encoding: 'utf8', timeout: 180_000 });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr, last: lastJson(r.stdout) };
+function spawnGrade(...args: string[]): Run {
+  const r = spawnTroupe(['grade', ...args], { timeoutMs: 180_000 });
+  return { ...r, last: lastJson(r.stdout) };
 }
 
-/** runCli with console.log / console.error captured. */
+/** The same command line through runCli in-process. */
 async function inProcess(...args: string[]): Promise<Run> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const { log, error } = console;
-  console.log = (...a: unknown[]) => void out.push(a.join(' '));
-  console.error = (...a: unknown[]) => void err.push(a.join(' '));
-  try {
-    const code = await runCli(['grade', ...args]);
-    const stdout = out.join('\n');
-    return { code, stdout, stderr: err.join('\n'), last: lastJson(stdout) };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
+  const r = await captureCli(['grade', ...args]);
+  return { code: r.code, stdout: r.out, stderr: r.err, last: lastJson(r.out) };
 }
 
 let dir = '';
@@ -57,19 +42,19 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('troupe grade (spawned CLI)', () => {
   it('math: reward 1 on the last line, exit 0', () => {
-    const r = spawnTroupe('--task', 'math', '--response', 'So the answer is \\boxed{\\dfrac{10}{12}}.', '--answer', '\\frac{5}{6}');
+    const r = spawnGrade('--task', 'math', '--response', 'So the answer is \\boxed{\\dfrac{10}{12}}.', '--answer', '\\frac{5}{6}');
     expect(r.code).toBe(0);
     expect(r.last?.reward).toBe(1);
     expect(r.last?.reason).toMatch(/equal/);
   });
 
   it('exit 2 for a missing argument, exit 1 for a missing file', () => {
-    const missing = spawnTroupe('--task', 'math', '--response', '\\boxed{4}');
+    const missing = spawnGrade('--task', 'math', '--response', '\\boxed{4}');
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/needs --answer/);
     const tests = join(dir, 'tests.json');
     writeFileSync(tests, JSON.stringify([{ type: 'stdin', input: '1 2\n', output: '3\n' }]));
-    const noFile = spawnTroupe('--task', 'code', '--response', join(dir, 'nope.py'), '--tests', tests);
+    const noFile = spawnGrade('--task', 'code', '--response', join(dir, 'nope.py'), '--tests', tests);
     expect(noFile.code).toBe(1);
     expect(noFile.stderr).toMatch(/nope\.py: not found/);
   });
@@ -82,7 +67,7 @@ describe('troupe grade (spawned CLI)', () => {
     ]));
     const good = join(dir, 'good.md');
     writeFileSync(good, 'Here:\n```python\na, b = map(int, input().split())\nprint(a + b)\n```\n');
-    const pass = spawnTroupe('--task', 'code', '--response', good, '--tests', tests);
+    const pass = spawnGrade('--task', 'code', '--response', good, '--tests', tests);
     expect(pass.code).toBe(0);
     expect(pass.last).toEqual({ reward: 1, reason: 'all 2 tests passed' });
   }, 200_000);

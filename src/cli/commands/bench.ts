@@ -75,6 +75,14 @@ export const command: Command = {
       },
     });
     const { quick, filter, json, out, ...extra } = values as Record<string, string | boolean | undefined>;
+    if (typeof out === 'string') {
+      // Before the suite runs (minutes on a GPU), not after.
+      try {
+        appendFileSync(out, '');
+      } catch (e) {
+        throw new Error(`--out ${out}: cannot write: ${(e as Error).message}`);
+      }
+    }
     const rows = await runBench(suite, {
       quick: quick === true,
       filter: typeof filter === 'string' ? filter : undefined,

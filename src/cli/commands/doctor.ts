@@ -1,11 +1,12 @@
 // `troupe doctor`: which WebGPU runtime and adapter troupe gets, its features and key limits, and a
 // small random kernel checked against a CPU reference. Exit code 1 when no adapter or the check fails.
-import { Gpu, type AdapterReport } from '../../gpu/gpu.ts';
+import { Gpu, WANTED_FEATURES, type AdapterReport } from '../../gpu/gpu.ts';
 import { roundF16 } from '../../gpu/dtype.ts';
 import { matmul } from '../../kernels/matmul.ts';
 import { detectRuntime } from '../../gpu/runtime.ts';
+import { mulberry32 } from '../../util/mulberry32.ts';
 import { parse } from '../args.ts';
-import type { Command } from '../command.ts';
+import { type Command, UsageError } from '../command.ts';
 
 /** Limits printed by doctor: the ones kernels and model sizes run into. */
 const KEY_LIMITS = [
@@ -43,13 +44,10 @@ function runtimeVersion(): string {
 
 /** Seeded uniform values in [-1, 1], none near zero (mulberry32). */
 function randomValues(n: number, seed: number): Float32Array {
-  let s = seed >>> 0;
+  const next = mulberry32(seed);
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), s | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    const u = ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    const u = next();
     out[i] = (u < 0.5 ? -1 : 1) * (0.05 + 0.95 * Math.abs(2 * u - 1));
   }
   return out;
@@ -175,7 +173,10 @@ export const command: Command = {
       args: argv,
       options: { json: { type: 'boolean' }, disable: { type: 'string', multiple: true } },
     });
-    const r = await runDoctor(values.disable ?? []);
+    const disable = values.disable ?? [];
+    const unknown = disable.filter((f) => !(WANTED_FEATURES as readonly string[]).includes(f));
+    if (unknown.length) throw new UsageError(`troupe doctor: --disable ${unknown.join(', ')}: not an optional feature troupe uses (${WANTED_FEATURES.join(', ')})`);
+    const r = await runDoctor(disable);
     console.log(values.json ? JSON.stringify(r) : formatDoctor(r));
     return r.ok ? 0 : 1;
   },

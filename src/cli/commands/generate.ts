@@ -5,6 +5,7 @@ import { Gpu } from '../../gpu/gpu.ts';
 import { AdapterSet } from '../../model/lora.ts';
 import { loadPeft } from '../../model/peft.ts';
 import { DirectorySource } from '../../model/source.ts';
+import { TokenizerError } from '../../model/tokenizer.ts';
 import { RolloutEngine } from '../../rollout/engine.ts';
 import { numberOption, parse } from '../args.ts';
 import { UsageError, type Command } from '../command.ts';
@@ -59,6 +60,8 @@ export const command: Command = {
     const greedy = v.temperature === undefined;
     const temperature = numberOption('generate', 'temperature', v.temperature, 1);
     const topP = numberOption('generate', 'top-p', v['top-p'], 1);
+    if (!(temperature >= 0)) throw new UsageError(`troupe generate: --temperature must be >= 0, got ${temperature}`);
+    if (!(topP > 0 && topP <= 1)) throw new UsageError(`troupe generate: --top-p must be in (0, 1], got ${topP}`);
     const seed = numberOption('generate', 'seed', v.seed, 0);
     const promptIds = v.ids === undefined ? null : parseIds('generate', v.ids);
     const gpu = await Gpu.create();
@@ -68,6 +71,10 @@ export const command: Command = {
       if (promptIds) prompt = promptIds;
       else if (v.chat) prompt = tokenizer.encodeChat([{ role: 'user', content: v.prompt! }]);
       else prompt = tokenizer.encode(v.prompt!);
+      const outside = promptIds ? undefined : prompt.find((id) => id >= model.config.vocabSize);
+      if (outside !== undefined) {
+        throw new TokenizerError(`${tokenizer.from}: prompt token id ${outside} is outside the model's vocabulary of ${model.config.vocabSize}: not this model's tokenizer (--ids takes token ids directly)`);
+      }
       const adapters = new AdapterSet();
       if (v.adapter !== undefined) adapters.add((await loadPeft(gpu, new DirectorySource(v.adapter), model.config, 'adapter')).adapter);
       const pages = Math.ceil((prompt.length + maxNewTokens) / 16) + 1;

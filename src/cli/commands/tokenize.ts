@@ -54,7 +54,7 @@ export const command: Command = {
       },
     });
     if ((values.text === undefined) === (values.chat === undefined)) throw new UsageError('troupe tokenize: give exactly one of --text or --chat');
-    const tok = await Qwen3Tokenizer.load(values.model === undefined ? undefined : new DirectorySource(values.model));
+    const tok = await Qwen3Tokenizer.load(values.model === undefined ? undefined : new DirectorySource(values.model), { required: true });
     let text: string;
     if (values.chat !== undefined) {
       text = tok.renderChat(await readChat(values.chat), {

@@ -34,8 +34,6 @@ export function fractionLatex(p: number, q: number): string {
   return `${p < 0 ? '-' : ''}\\frac{${Math.abs(p)}}{${q}}`;
 }
 
-const paren = (n: number): string => (n < 0 ? `(${n})` : String(n));
-
 function arithmetic(r: Rng): MathProblem {
   const op = r.pick(['+', '-', '*'] as const);
   const a = op === '*' ? r.int(2, 30) : r.int(10, 999);

@@ -1,6 +1,7 @@
 // Seeded randomness for the built-in generators: every task draws from its own stream, derived from
 // (seed, stream name, index), so task i is the same whatever the count asked for.
 
+import { mulberry32 } from '../../util/mulberry32.ts';
 import { hash32 } from '../data/split.ts';
 
 export interface Rng {
@@ -15,14 +16,7 @@ export interface Rng {
 
 /** mulberry32 seeded by a hash of (seed, stream, index). */
 export function taskRng(seed: number, stream: string, index: number): Rng {
-  let s = hash32(`${seed}/${stream}/${index}`);
-  const next = (): number => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(hash32(`${seed}/${stream}/${index}`));
   const int = (lo: number, hi: number): number => lo + Math.floor(next() * (hi - lo + 1));
   return {
     next,

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { roundF16 } from '../../src/gpu/dtype.ts';
+import { loraRows, NO_ADAPTER } from '../../src/kernels/lora-rows.ts';
+import { testGpu } from '../helpers/gpu.ts';
+import { randInts, randn, relError } from '../helpers/random.ts';
+import { loraRowsRef } from '../ref/lora-rows.ts';
+
+interface Case {
+  T: number;
+  in: number;
+  out: number;
+  /** Each adapter's rank; the bank's slot rank is the largest. 0: the adapter lacks the module. */
+  ranks: number[];
+}
+
+// Odd sizes, more than one expand workgroup (out > 256), a rank-0 adapter, mixed ranks, rows past
+// one grid dimension (T > 65535).
+const CASES: Case[] = [
+  { T: 1, in: 7, out: 5, ranks: [3] },
+  { T: 9, in: 64, out: 160, ranks: [4, 4, 4] },
+  { T: 13, in: 130, out: 300, ranks: [5, 2, 0, 1] },
+  { T: 37, in: 65, out: 257, ranks: [8, 3] },
+  { T: 65_537, in: 4, out: 3, ranks: [1, 2] },
+];
+
+/** Rows interleaved (not sorted by adapter), about one in five with no adapter. */
+function rowAdapters(T: number, n: number, seed: number): Uint32Array {
+  const r = randInts(T, seed, 5 * n);
+  return r.map((v) => (v >= 4 * n ? NO_ADAPTER : v % n));
+}
+
+describe('lora_rows', () => {
+  for (const dtype of ['f32', 'f16'] as const) {
+    for (const c of CASES) {
+      it(`${dtype} T=${c.T} in=${c.in} out=${c.out} ranks=[${c.ranks}]`, async (ctx) => {
+        const gpu = await testGpu();
+        if (dtype === 'f16' && !gpu.f16) return ctx.skip();
+        const round = dtype === 'f16' ? roundF16 : (v: Float32Array) => v;
+        const n = c.ranks.length;
+        const r = Math.max(...c.ranks);
+        const d = { T: c.T, in: c.in, out: c.out, r };
+        // Slots are filled past each adapter's rank too: the kernel must not read there.
+        const x = round(randn(c.T * c.in, 1 + c.T));
+        const A = round(randn(n * r * c.in, 2 + c.in, 0.5));
+        const B = round(randn(n * c.out * r, 3 + c.out, 0.5));
+        const y = randn(c.T * c.out, 4 + c.T);
+        const scale = Float32Array.from(c.ranks, (k, i) => 0.5 + i / (k || 1));
+        const rank = Uint32Array.from(c.ranks);
+        const rows = rowAdapters(c.T, n, 5 + c.T);
+        const ty = gpu.upload(y, [c.T, c.out], 'f32', 'y');
+        const bank = {
+          A: gpu.upload(A, [n, r, c.in], dtype, 'bank.A'),
+          B: gpu.upload(B, [n, c.out, r], dtype, 'bank.B'),
+          scale: gpu.upload(scale, [n], 'f32', 'bank.scale'),
+          rank: gpu.upload(rank, [n], 'u32', 'bank.rank'),
+        };
+        const trows = gpu.upload(rows, [c.T], 'u32', 'rows');
+        loraRows(gpu, gpu.upload(x, [c.T, c.in], dtype, 'x'), ty, trows, bank);
+        const want = loraRowsRef(x, y, rows, A, B, scale, rank, d);
+        const got = await gpu.readF32(ty);
+        expect(relError(got, want)).toBeLessThan(1e-5);
+        // Rows without an adapter are left exactly as they were.
+        let changed = 0;
+        for (let t = 0; t < c.T; t++) {
+          if (rows[t] !== NO_ADAPTER) continue;
+          for (let o = 0; o < c.out; o++) if (got[t * c.out + o] !== y[t * c.out + o]) changed++;
+        }
+        expect(changed).toBe(0);
+      });
+    }
+  }
+
+  it('rejects mismatched shapes and dtypes, naming the tensor', async () => {
+    const gpu = await testGpu();
+    const bank = {
+      A: gpu.upload(randn(2 * 4 * 8, 1), [2, 4, 8], 'f32', 'bank.A'),
+      B: gpu.upload(randn(2 * 6 * 4, 2), [2, 6, 4], 'f32', 'bank.B'),
+      scale: gpu.upload([1, 1], [2], 'f32', 'bank.scale'),
+      rank: gpu.upload([4, 4], [2], 'u32', 'bank.rank'),
+    };
+    const x = gpu.upload(randn(3 * 8, 3), [3, 8], 'f32', 'x');
+    const y = gpu.upload(randn(3 * 6, 4), [3, 6], 'f32', 'y');
+    const rows = gpu.upload([0, 1, NO_ADAPTER], [3], 'u32', 'rows');
+    expect(() => loraRows(gpu, gpu.upload(randn(3 * 9, 5), [3, 9], 'f32', 'wide_x'), y, rows, bank)).toThrow(/bank.A/);
+    expect(() => loraRows(gpu, x, gpu.upload(randn(3 * 7, 6), [3, 7], 'f32', 'wide_y'), rows, bank)).toThrow(/bank.B/);
+    expect(() => loraRows(gpu, x, y, gpu.upload([0, 1], [2], 'u32', 'short_rows'), bank)).toThrow(/short_rows/);
+    expect(() => loraRows(gpu, x, y, gpu.upload([0, 1, 0], [3], 'f32', 'float_rows'), bank)).toThrow(/float_rows is f32/);
+    loraRows(gpu, x, y, rows, bank);
+    await gpu.sync();
+  });
+});
