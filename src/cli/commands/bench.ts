@@ -3,6 +3,7 @@
 import { appendFileSync } from 'node:fs';
 import type { BenchRow } from '../../../bench/results.ts';
 import { Gpu } from '../../gpu/gpu.ts';
+import type { KernelTime } from '../../gpu/profiler.ts';
 import { parse } from '../args.ts';
 import { BENCH_SUITES, type BenchSuite } from '../bench-suites.ts';
 import { type Command, UsageError } from '../command.ts';
@@ -14,7 +15,7 @@ function usage(): string {
     return `  ${s.name.padEnd(width)}  ${s.summary}${extra.join('')}`;
   });
   return [
-    'usage: troupe bench <suite> [--quick] [--filter TEXT] [--json] [--out FILE] [suite options]',
+    'usage: troupe bench <suite> [--quick] [--filter TEXT] [--json] [--out FILE] [--profile] [suite options]',
     '',
     'suites:',
     ...(suites.length ? suites : ['  (none yet)']),
@@ -23,6 +24,8 @@ function usage(): string {
     '  --filter TEXT   only benchmarks whose name contains TEXT',
     '  --json          one JSON row per line instead of a table',
     '  --out FILE      also append the JSON rows to FILE',
+    '  --profile       per-kernel GPU time (timestamp queries) on stderr; each dispatch then gets its own',
+    '                  pass, so the suite\'s own figures are not comparable with an unprofiled run',
   ].join('\n');
 }
 
@@ -39,14 +42,26 @@ export function formatTable(rows: readonly BenchRow[]): string {
   return [line(head), ...cells.map(line)].join('\n');
 }
 
+/** Per-kernel GPU time, most expensive first. */
+export function formatProfile(times: readonly KernelTime[]): string {
+  const total = times.reduce((a, t) => a + t.totalMs, 0);
+  const width = Math.max(6, ...times.map((t) => t.label.length));
+  const rows = times.map((t) => `${t.label.padEnd(width)}  ${String(t.count).padStart(8)}  ${t.totalMs.toFixed(3).padStart(12)}  ${(total ? (100 * t.totalMs) / total : 0).toFixed(1).padStart(5)}%`);
+  return [`${'kernel'.padEnd(width)}  ${'calls'.padStart(8)}  ${'GPU ms'.padStart(12)}  share`, ...rows].join('\n');
+}
+
 /** Runs one suite on a fresh Gpu and prints its rows. */
-export async function runBench(suite: BenchSuite, opts: { quick: boolean; filter?: string; json: boolean; out?: string; extra: Record<string, string | boolean | undefined> }): Promise<BenchRow[]> {
-  const gpu = await Gpu.create();
+export async function runBench(
+  suite: BenchSuite,
+  opts: { quick: boolean; filter?: string; json: boolean; out?: string; profile?: boolean; extra: Record<string, string | boolean | undefined> },
+): Promise<BenchRow[]> {
+  const gpu = await Gpu.create({ profile: opts.profile });
   try {
     const rows = await suite.run(gpu, { quick: opts.quick, filter: opts.filter, extra: opts.extra });
     const lines = rows.map((r) => JSON.stringify(r));
     if (rows.length) console.log(opts.json ? lines.join('\n') : formatTable(rows));
     if (opts.out && lines.length) appendFileSync(opts.out, lines.join('\n') + '\n');
+    if (opts.profile) console.error(gpu.profiler ? formatProfile(await gpu.profiler.results()) : 'troupe bench: --profile needs timestamp-query, which this adapter lacks');
     return rows;
   } finally {
     gpu.destroy();
@@ -71,10 +86,11 @@ export const command: Command = {
         filter: { type: 'string' },
         json: { type: 'boolean' },
         out: { type: 'string' },
+        profile: { type: 'boolean' },
         ...suiteOptions,
       },
     });
-    const { quick, filter, json, out, ...extra } = values as Record<string, string | boolean | undefined>;
+    const { quick, filter, json, out, profile, ...extra } = values as Record<string, string | boolean | undefined>;
     if (typeof out === 'string') {
       // Before the suite runs (minutes on a GPU), not after.
       try {
@@ -88,6 +104,7 @@ export const command: Command = {
       filter: typeof filter === 'string' ? filter : undefined,
       json: json === true,
       out: typeof out === 'string' ? out : undefined,
+      profile: profile === true,
       extra,
     });
     if (!rows.length) {
