@@ -4,7 +4,8 @@
 // Top-p without sorting: bisection on a logit threshold t, keeping tokens with z >= t, where
 // mass(t) = sum over kept of exp(z - max) first reaches top_p of the total.
 // The log-probability returned is log softmax(logits / T) of the chosen token over the full
-// vocabulary (what GRPO recomputes as logp_old); greedy rows use T = 1.
+// vocabulary (what GRPO recomputes as logp_old); greedy rows use T = 1. The entropy of that same
+// distribution is returned too (per-role entropy is an early sign of collapse).
 
 struct Params { vocab: u32, rows: u32, _p0: u32, _p1: u32 }
 // Per row: temperature (f32 bits), top_p (f32 bits), seed, step. stream = seed's companion (row's own id).
@@ -15,6 +16,7 @@ struct RowParams { temperature: f32, top_p: f32, seed: u32, stream: u32, step: u
 @group(0) @binding(2) var<storage, read> row_params: array<RowParams>;
 @group(0) @binding(3) var<storage, read_write> tokens: array<u32>;
 @group(0) @binding(4) var<storage, read_write> logprobs: array<f32>;
+@group(0) @binding(5) var<storage, read_write> entropies: array<f32>;
 
 const WG = 256u;
 const BISECT_STEPS = 32u;
@@ -89,6 +91,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
   }
   let m = reduce_max(lid, best);
   let total = mass_above(lid, base, inv_t, m, -3.4e38);
+  // H = log Z - E[z - m] with Z = sum exp(z - m): one more pass for sum exp(z - m) * (z - m).
+  var zexp = 0.0;
+  for (var i = lid; i < p.vocab; i = i + WG) {
+    let d = logits[base + i] * inv_t - m;
+    zexp = zexp + exp(d) * d;
+  }
+  let entropy = log(total) - reduce_sum(lid, zexp) / total;
 
   if (greedy) {
     red_u[lid] = select(0xffffffffu, best_i, best == m);
@@ -101,6 +110,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
       let tok = red_u[0];
       tokens[row] = tok;
       logprobs[row] = logits[base + tok] - m - log(total);
+      entropies[row] = entropy;
     }
     return;
   }
@@ -173,5 +183,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
     }
     tokens[row] = tok;
     logprobs[row] = logits[base + tok] * inv_t - m - log(total);
+    entropies[row] = entropy;
   }
 }

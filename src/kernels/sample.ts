@@ -1,5 +1,6 @@
 // Batched token sampling (shaders/sample.wgsl): greedy, temperature, top-p, each row with its own
-// seeded stream; returns the chosen ids and their log-probabilities under softmax(logits / T).
+// seeded stream; returns the chosen ids, their log-probabilities under softmax(logits / T), and the
+// entropy of that distribution.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { Uniforms } from '../gpu/uniforms.ts';
@@ -39,6 +40,7 @@ export function packSamplingRows(rows: readonly SamplingRow[]): ArrayBuffer {
 export interface SampleOutput {
   tokens: Tensor;
   logprobs: Tensor;
+  entropies: Tensor;
 }
 
 /** logits: f32 [rows, vocab]. */
@@ -49,11 +51,15 @@ export function sampleTokens(gpu: Gpu, logits: Tensor, rows: readonly SamplingRo
     throw new ShapeError(`sample: ${logits.label} has shape [${logits.shape}], expected [${rows.length}, vocab]`);
   }
   const params = gpu.upload(new Uint32Array(packSamplingRows(rows)), [Math.max(1, n) * ROW_WORDS], 'u32', 'sample.rows');
-  const o = out ?? { tokens: gpu.tensor([n], 'u32', 'sample.tokens'), logprobs: gpu.tensor([n], 'f32', 'sample.logprobs') };
+  const o = out ?? {
+    tokens: gpu.tensor([n], 'u32', 'sample.tokens'),
+    logprobs: gpu.tensor([n], 'f32', 'sample.logprobs'),
+    entropies: gpu.tensor([n], 'f32', 'sample.entropies'),
+  };
   gpu.dispatch({
     shader: 'sample',
     uniforms: new Uniforms().u32(vocab).u32(n).u32(0).u32(0),
-    bindings: [logits, params, o.tokens, o.logprobs],
+    bindings: [logits, params, o.tokens, o.logprobs, o.entropies],
     workgroups: [Math.min(n, MAX_WORKGROUPS), Math.ceil(n / MAX_WORKGROUPS)],
     label: 'sample',
   });

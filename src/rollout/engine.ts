@@ -52,6 +52,8 @@ export interface GenerateResult {
   text: string;
   /** log softmax(logits / T) of each new token (GRPO's logp_old); greedy rows use T = 1. */
   logprobs: number[];
+  /** Entropy of softmax(logits / T) at each new token (T = 1 for greedy rows). */
+  entropies: number[];
   finishReason: FinishReason;
   /** Which stop token or string ended it, when finishReason is 'stop'. */
   stoppedBy?: string;
@@ -80,6 +82,7 @@ interface Sequence {
   promptIds: number[];
   ids: number[];
   logprobs: number[];
+  entropies: number[];
   opts: Required<Pick<GenerateOptions, 'maxNewTokens' | 'temperature' | 'topP' | 'seed' | 'stream'>> & GenerateOptions;
   pages: number[];
   /** Tokens of promptIds + ids whose K/V are in the cache. */
@@ -180,6 +183,7 @@ export class RolloutEngine {
         promptIds,
         ids: [],
         logprobs: [],
+        entropies: [],
         opts: { ...options, maxNewTokens, temperature: options.temperature ?? 1, topP: options.topP ?? 1, seed: options.seed ?? 0, stream: options.stream ?? 0 },
         pages: [],
         cached: 0,
@@ -347,15 +351,17 @@ export class RolloutEngine {
   private async sampleAndAdvance(seqs: Sequence[], logits: Tensor): Promise<void> {
     const rows: SamplingRow[] = seqs.map((s) => ({ temperature: s.opts.temperature, topP: s.opts.topP, seed: s.opts.seed, stream: s.opts.stream, step: s.ids.length }));
     const out = sampleTokens(this.gpu, logits, rows);
-    const [tokens, logprobs] = await Promise.all([this.gpu.read(out.tokens), this.gpu.readF32(out.logprobs)]);
+    const [tokens, logprobs, entropies] = await Promise.all([this.gpu.read(out.tokens), this.gpu.readF32(out.logprobs), this.gpu.readF32(out.entropies)]);
     logits.release();
     out.tokens.release();
     out.logprobs.release();
+    out.entropies.release();
     seqs.forEach((s, i) => {
       if (s.ended) return;
       const t = tokens[i]!;
       s.ids.push(t);
       s.logprobs.push(logprobs[i]!);
+      s.entropies.push(entropies[i]!);
       this.stats.tokens++;
       this.checkStop(s, t);
     });
@@ -418,6 +424,7 @@ export class RolloutEngine {
       ids: s.ids,
       text,
       logprobs: s.logprobs,
+      entropies: s.entropies,
       finishReason: reason,
       stoppedBy: reason === 'stop' ? s.stoppedBy : undefined,
       timing: { queuedMs: (s.admittedAt || t) - s.queuedAt, totalMs: t - s.queuedAt, preemptions: s.preemptions },

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { type SamplingRow, sampleTokens } from '../../src/kernels/sample.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/random.ts';
-import { logSoftmaxAt, sampleRef, samplingDistributionRef } from '../ref/sample.ts';
+import { entropyRef, logSoftmaxAt, sampleRef, samplingDistributionRef } from '../ref/sample.ts';
 
 async function runRows(logits: Float32Array, vocab: number, rows: SamplingRow[]) {
   const gpu = await testGpu();
@@ -10,8 +10,9 @@ async function runRows(logits: Float32Array, vocab: number, rows: SamplingRow[])
   const out = sampleTokens(gpu, t, rows);
   const tokens = (await gpu.read(out.tokens)) as Uint32Array;
   const logprobs = await gpu.readF32(out.logprobs);
-  for (const x of [t, out.tokens, out.logprobs]) x.release();
-  return { tokens, logprobs };
+  const entropies = await gpu.readF32(out.entropies);
+  for (const x of [t, out.tokens, out.logprobs, out.entropies]) x.release();
+  return { tokens, logprobs, entropies };
 }
 
 describe('sample', () => {
@@ -28,10 +29,12 @@ describe('sample', () => {
       ];
       for (let i = 0; i < 12; i++) rows.push({ ...configs[i % configs.length]!, seed: 1234 + i, stream: i % 3, step: 7 * i });
       const logits = randn(rows.length * vocab, vocab, 3);
-      const { tokens, logprobs } = await runRows(logits, vocab, rows);
+      const { tokens, logprobs, entropies } = await runRows(logits, vocab, rows);
       rows.forEach((row, r) => {
         const ref = sampleRef(logits.subarray(r * vocab, (r + 1) * vocab), row);
         expect(tokens[r]).toBe(ref.token);
+        const h = entropyRef(logits.subarray(r * vocab, (r + 1) * vocab), row.temperature);
+        expect(Math.abs(entropies[r]! - h)).toBeLessThan(1e-4 * Math.max(1, h));
         expect(Math.abs(logprobs[r]! - ref.logprob)).toBeLessThan(1e-4 * Math.max(1, Math.abs(ref.logprob)));
       });
     });

@@ -56,3 +56,13 @@ export function logSoftmaxAt(logits: ArrayLike<number>, i: number, temperature: 
   const m = Math.max(...z);
   return z[i]! - m - Math.log(z.reduce((a, x) => a + Math.exp(x - m), 0));
 }
+
+/** Entropy of softmax(logits / T) (T = 1 for greedy rows), in f64. */
+export function entropyRef(logits: ArrayLike<number>, temperature: number): number {
+  const t = temperature > 0 ? temperature : 1;
+  const z = Array.from(logits, (x) => x / t);
+  const m = Math.max(...z);
+  const e = z.map((x) => Math.exp(x - m));
+  const total = e.reduce((a, b) => a + b, 0);
+  return -e.reduce((a, x, i) => a + (x / total) * (z[i]! - m - Math.log(total)), 0);
+}

@@ -31,6 +31,12 @@ describe('RolloutEngine stop strings', () => {
     expect(cut.stoppedBy).toBe(stop);
     expect(cut.ids).toEqual(full.ids.slice(0, n));
     expect(cut.logprobs).toHaveLength(n);
+    expect(cut.entropies).toHaveLength(n);
+    // Greedy rows report the entropy at T = 1: positive, at most log(vocab).
+    for (const h of cut.entropies) {
+      expect(h).toBeGreaterThan(0);
+      expect(h).toBeLessThanOrEqual(Math.log(config.vocabSize) + 1e-4);
+    }
     const text = tokenizer.decode(cut.ids, { skipSpecialTokens: true });
     expect(cut.text).toBe(text.slice(0, text.indexOf(stop)));
     await engine.close();
