@@ -37,8 +37,6 @@ function hashTokens(parent: string, tokens: ArrayLike<number>): string {
 export class PrefixCache {
   private readonly entries = new Map<string, Entry>();
   private clock = 0;
-  hits = 0;
-  lookups = 0;
 
   constructor(private readonly kv: KvCache) {}
 
@@ -53,7 +51,6 @@ export class PrefixCache {
     const pages: number[] = [];
     let key = root;
     const full = Math.floor((ids.length - 1) / P);
-    this.lookups++;
     for (let i = 0; i < full; i++) {
       const tokens = Array.prototype.slice.call(ids, i * P, (i + 1) * P) as number[];
       const next = hashTokens(key, tokens);
@@ -63,7 +60,6 @@ export class PrefixCache {
       pages.push(e.page);
       key = next;
     }
-    if (pages.length) this.hits++;
     this.kv.retain(pages);
     return { pages, key };
   }
