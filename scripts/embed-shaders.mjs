@@ -17,3 +17,5 @@ if (!existsSync(out) || readFileSync(out, 'utf8') !== text) {
   writeFileSync(tmp, text);
   renameSync(tmp, out);
 }
+// uPlot's JS and CSS for the run report, into src/generated/uplot.ts.
+await import('./embed-uplot.mjs');
