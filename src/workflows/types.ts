@@ -48,6 +48,8 @@ export interface FormatViolation {
   role: RoleType;
   slot: string;
   turn: number;
+  /** Which of this slot's turns with this turn index it was (0-based, in call order); absent: the last. */
+  occurrence?: number;
   /** e.g. 'aggregator-no-boxed-choice', 'evaluator-wrote-code', 'evaluator-no-verdict',
    * 'orchestrator-solved', 'orchestrator-no-strategies', 'generator-no-answer'. */
   kind: string;
