@@ -19,3 +19,6 @@ if (!existsSync(out) || readFileSync(out, 'utf8') !== text) {
 }
 // uPlot's JS and CSS for the run report, into src/generated/uplot.ts.
 await import('./embed-uplot.mjs');
+
+// The math grader's symbolic worker, embedded the same way (its own script: it bundles compute-engine).
+await import('./embed-math-worker.mjs');

@@ -42,4 +42,21 @@ describe('bundle', () => {
     expect(r.ok).toBe(true);
     expect(r.runtime).toBe(isDeno ? 'deno' : 'node');
   });
+
+  // The symbolic check runs in a worker started from text embedded in the bundle: it must work without
+  // node_modules, and a check compute-engine cannot interrupt must end at its limit.
+  it('grades math symbolically in its worker, and enforces the time limit there', () => {
+    const eq = spawnSync(runtime[0]!, troupe('grade', '--task', 'math', '--response', '\\boxed{\\sqrt{8}}', '--answer', '2\\sqrt2', '--timeout-ms', '5000'), { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    expect(eq.status).toBe(0);
+    const g = JSON.parse(eq.stdout.trim().split('\n').at(-1)!) as { reward: number; reason: string };
+    expect(g.reward).toBe(1);
+    expect(g.reason).toMatch(/symbolic/);
+  });
+  it('ends a math grade at its time limit whatever the answer', () => {
+    const slow = spawnSync(runtime[0]!, troupe('grade', '--task', 'math', '--response', '\\boxed{9^{9^{9}}}', '--answer', '1', '--timeout-ms', '200'), { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    expect(slow.status).toBe(0);
+    const g = JSON.parse(slow.stdout.trim().split('\n').at(-1)!) as { reward: number; reason: string };
+    expect(g.reward).toBe(0);
+    expect(g.reason).toMatch(/timed out after 200 ms/);
+  });
 });

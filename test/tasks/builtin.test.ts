@@ -120,8 +120,8 @@ describe('built-in math tasks', () => {
     for (const t of tasks) checkMath(t);
   });
 
-  it('answers are in lowest terms and graded 1 by gradeMath', () => {
-    for (const t of tasks.slice(0, 40)) expect(gradeMath(`\\boxed{${t.answer}}`, t.answer!).reward).toBe(1);
+  it('answers are in lowest terms and graded 1 by gradeMath', async () => {
+    for (const t of tasks.slice(0, 40)) expect((await gradeMath(`\\boxed{${t.answer}}`, t.answer!)).reward).toBe(1);
   });
 
   it('gradeTask grades a math task by its answer', async () => {

@@ -1,9 +1,10 @@
 // The math reward on a table of equivalent (1) and non-equivalent (0) answer pairs covering extraction,
 // normalisation, exact/numeric/symbolic comparison and structures, plus the time limit.
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { extractBoxed } from '../../src/tasks/math/extract.ts';
 import { gradeMath, MathAnswerError } from '../../src/tasks/math/grade.ts';
 import { normalizeAnswer } from '../../src/tasks/math/normalize.ts';
+import { closeSharedSymbolicChecker, SymbolicChecker } from '../../src/tasks/math/symbolic-host.ts';
 
 /** [response's boxed content, reference answer, expected reward]. */
 const BOXED: [string, string, 0 | 1][] = [
@@ -178,6 +179,8 @@ const RESPONSES: [string, string, 0 | 1][] = [
 ];
 
 describe('gradeMath', () => {
+  afterAll(() => closeSharedSymbolicChecker());
+
   it('has at least 100 answer pairs, both equivalent and not', () => {
     expect(BOXED.length + RESPONSES.length).toBeGreaterThanOrEqual(100);
     expect(BOXED.filter((c) => c[2] === 1).length).toBeGreaterThan(40);
@@ -185,68 +188,106 @@ describe('gradeMath', () => {
   });
 
   // The first symbolic check loads the engine's libraries outside the budget: a tight budget still suffices.
-  it('does not charge the engine start-up to the first check', () => {
-    expect(gradeMath('\\boxed{\\sqrt{8}}', '2\\sqrt{2}', { timeoutMs: 300 }).reward).toBe(1);
+  it('does not charge the engine start-up to the first check', async () => {
+    expect((await gradeMath('\\boxed{\\sqrt{8}}', '2\\sqrt{2}', { timeoutMs: 300 })).reward).toBe(1);
   });
 
   for (const [got, ref, want] of BOXED) {
-    it(`\\boxed{${got}} vs ${ref} -> ${want}`, () => {
-      const g = gradeMath(`Reasoning... so the answer is \\boxed{${got}}.`, ref, { timeoutMs: 5000 });
+    it(`\\boxed{${got}} vs ${ref} -> ${want}`, async () => {
+      const g = await gradeMath(`Reasoning... so the answer is \\boxed{${got}}.`, ref, { timeoutMs: 5000 });
       expect({ reward: g.reward, reason: g.reason }).toEqual({ reward: want, reason: g.reason });
       expect(g.reason.length).toBeGreaterThan(0);
     });
   }
 
   for (const [response, ref, want] of RESPONSES) {
-    it(`response ${JSON.stringify(response)} vs ${ref} -> ${want}`, () => {
-      expect(gradeMath(response, ref, { timeoutMs: 5000 }).reward).toBe(want);
+    it(`response ${JSON.stringify(response)} vs ${ref} -> ${want}`, async () => {
+      expect((await gradeMath(response, ref, { timeoutMs: 5000 })).reward).toBe(want);
     });
   }
 
-  it('says why it gave 0', () => {
-    expect(gradeMath('The answer is 7.', '7').reason).toMatch(/no \\boxed/);
-    expect(gradeMath('\\boxed{\\frac{1}{2', '1').reason).toMatch(/unbalanced/);
-    expect(gradeMath('\\boxed{}', '1').reason).toMatch(/empty/);
-    expect(gradeMath('\\boxed{3}', '4').reason).toMatch(/not equal/);
+  it('says why it gave 0', async () => {
+    expect((await gradeMath('The answer is 7.', '7')).reason).toMatch(/no \\boxed/);
+    expect((await gradeMath('\\boxed{\\frac{1}{2', '1')).reason).toMatch(/unbalanced/);
+    expect((await gradeMath('\\boxed{}', '1')).reason).toMatch(/empty/);
+    expect((await gradeMath('\\boxed{3}', '4')).reason).toMatch(/not equal/);
   });
 
-  it('names the method that found equality', () => {
-    expect(gradeMath('\\boxed{0.5}', '\\frac12').reason).toMatch(/numeric/);
-    expect(gradeMath('\\boxed{\\sqrt{8}}', '2\\sqrt2', { timeoutMs: 5000 }).reason).toMatch(/symbolic/);
-    expect(gradeMath('\\boxed{\\{2,1\\}}', '\\{1,2\\}').reason).toMatch(/order-free/);
+  it('names the method that found equality', async () => {
+    expect((await gradeMath('\\boxed{0.5}', '\\frac12')).reason).toMatch(/numeric/);
+    expect((await gradeMath('\\boxed{\\sqrt{8}}', '2\\sqrt2', { timeoutMs: 5000 })).reason).toMatch(/symbolic/);
+    expect((await gradeMath('\\boxed{\\{2,1\\}}', '\\{1,2\\}')).reason).toMatch(/order-free/);
   });
 
-  it('gives up on a symbolic check after its time limit, and says so', () => {
-    const t0 = Date.now();
-    const g = gradeMath('\\boxed{\\sum_{n=1}^{10000000} \\frac{1}{n^2}}', '\\frac{\\pi^2}{6}', { timeoutMs: 300 });
-    const ms = Date.now() - t0;
+  it('gives up on a symbolic check after its time limit, and says so', async () => {
+    const g = await gradeMath('\\boxed{\\sum_{n=1}^{10000000} \\frac{1}{n^2}}', '\\frac{\\pi^2}{6}', { timeoutMs: 300 });
     expect(g.reward).toBe(0);
     expect(g.reason).toMatch(/timed out after 300 ms/);
-    expect(ms).toBeLessThan(5000);
   });
 
-  it('uses about 1 s by default', () => {
-    const g = gradeMath('\\boxed{\\sum_{n=1}^{10000000} \\frac{1}{n^2}}', '\\frac{\\pi^2}{6}');
+  it('uses about 1 s by default', async () => {
+    const g = await gradeMath('\\boxed{\\sum_{n=1}^{10000000} \\frac{1}{n^2}}', '\\frac{\\pi^2}{6}');
     expect(g.reason).toMatch(/timed out after 1000 ms/);
   });
 
-  it('never throws on malformed responses', () => {
+  // compute-engine does not stop inside these evaluations (9^{9^{9}} ran for minutes, 10^{10^{8}} for
+  // 32 s with a 100 ms limit): the worker is terminated at the limit and replaced for the next check.
+  // The test's own timeout is what fails when the limit is not enforced.
+  it('enforces the limit on evaluations compute-engine cannot interrupt, and replaces the worker', { timeout: 30_000 }, async () => {
+    const checker = new SymbolicChecker();
+    try {
+      await checker.warm();
+      for (const [boxed, ms] of [['9^{9^{9}}', 200], ['10^{10^{8}}', 100]] as const) {
+        const g = await gradeMath(`\\boxed{${boxed}}`, '1', { timeoutMs: ms, checker });
+        expect(g.reward).toBe(0);
+        expect(g.reason).toMatch(new RegExp(`timed out after ${ms} ms`));
+      }
+      expect(checker.killed).toBe(2);
+      // A fresh worker grades the next answer.
+      expect((await gradeMath('\\boxed{\\sqrt{8}}', '2\\sqrt{2}', { timeoutMs: 5000, checker })).reward).toBe(1);
+      expect(checker.started).toBe(3);
+    } finally {
+      checker.close();
+    }
+  });
+
+  it("never blocks the caller's event loop during a symbolic check", { timeout: 30_000 }, async () => {
+    const checker = new SymbolicChecker();
+    try {
+      await checker.warm();
+      const order: string[] = [];
+      const timer = new Promise<void>((resolve) => setTimeout(() => {
+        order.push('timer');
+        resolve();
+      }, 1));
+      const grade = gradeMath('\\boxed{9^{9^{9}}}', '1', { timeoutMs: 2000, checker }).then((g) => {
+        order.push('grade');
+        return g;
+      });
+      await Promise.all([timer, grade]);
+      expect(order).toEqual(['timer', 'grade']);
+    } finally {
+      checker.close();
+    }
+  });
+
+  it('never throws on malformed responses', async () => {
     const nasty = ['\\frac{}{}', '\\sqrt{}', '\\}', '{{{{{{1}}}}}}', '0/0', '-', '()', '\\{\\}', '(,)', ',,,', '\\left(', 'x=', '==',
       '\\cup\\cup', '1,000,', '\\$', '%', '\\text{', '^', '_', '\\\\', '&', '\\begin{pmatrix}1&2\\end{pmatrix}', 'x\\in', '1.2.3',
       '9'.repeat(500), '(1,2', 'a=b=c', '\\pm', 'NaN', '__proto__'];
     for (const a of nasty) {
       for (const ref of ['3', '(1,2)', 'x+1']) {
         for (const response of [`\\boxed{${a}}`, a, `\\boxed ${a}`]) {
-          const g = gradeMath(response, ref, { timeoutMs: 2000 });
+          const g = await gradeMath(response, ref, { timeoutMs: 2000 });
           expect(g.reward).toBe(0);
         }
       }
     }
   });
 
-  it('rejects an empty reference answer as unusable input', () => {
-    expect(() => gradeMath('\\boxed{1}', '  ')).toThrow(MathAnswerError);
-    expect(() => gradeMath('\\boxed{1}', '\\$')).toThrow(/reference answer/);
+  it('rejects an empty reference answer as unusable input', async () => {
+    await expect(gradeMath('\\boxed{1}', '  ')).rejects.toThrow(MathAnswerError);
+    await expect(gradeMath('\\boxed{1}', '\\$')).rejects.toThrow(/reference answer/);
   });
 });
 

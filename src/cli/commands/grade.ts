@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { closeSharedCodeSandbox, gradeCode } from '../../tasks/code/grade.ts';
 import { deepcoderTests, RowError } from '../../tasks/data/adapters.ts';
 import { gradeMath } from '../../tasks/math/grade.ts';
+import { closeSharedSymbolicChecker } from '../../tasks/math/symbolic-host.ts';
 import type { CodeTest, Grade } from '../../tasks/types.ts';
 import { parse } from '../args.ts';
 import { type Command, UsageError } from '../command.ts';
@@ -20,7 +21,7 @@ const USAGE = [
   '  --answer TEXT        math: the reference answer',
   '  --tests FILE         code: JSON list of tests, troupe form ({"type":"stdin","input","output"} or',
   '                       {"type":"functional","fnName","inputs","output"}) or DeepCoder form',
-  '  --timeout-ms N       math: symbolic-check budget (default 1000)',
+  '  --timeout-ms N       math: symbolic-check budget (default 1000), enforced by terminating the check\'s worker',
 ].join('\n');
 
 export class GradeInputError extends Error {
@@ -79,7 +80,11 @@ async function grade(argv: string[]): Promise<Grade> {
     if (values.answer === undefined) throw new UsageError('troupe grade: --task math needs --answer');
     const timeoutMs = values['timeout-ms'] === undefined ? undefined : Number(values['timeout-ms']);
     if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new UsageError(`troupe grade: --timeout-ms must be a positive number`);
-    return gradeMath(values.response, values.answer, { timeoutMs });
+    try {
+      return await gradeMath(values.response, values.answer, { timeoutMs });
+    } finally {
+      closeSharedSymbolicChecker();
+    }
   }
   if (values.task === 'code') {
     if (values.tests === undefined) throw new UsageError('troupe grade: --task code needs --tests FILE');

@@ -4,6 +4,7 @@
 // host never runs program code itself.
 import { SandboxError } from './errors.ts';
 import { HARNESS_PY } from './harness-py.ts';
+import { runtime, spawnTextWorker, type TextWorkerPort } from '../../util/text-worker.ts';
 import { sandboxWorkerMain, type InitMessage, type RunMessage, type RunStatus, type WorkerReply } from './worker.ts';
 
 export interface SandboxOptions {
@@ -45,22 +46,7 @@ export interface SandboxSession {
   run(code: string, input: ProgramInput, limits: RunLimits): Promise<RunOutcome>;
 }
 
-interface WorkerPort {
-  post(m: InitMessage | RunMessage): void;
-  onMessage(f: (m: WorkerReply) => void): void;
-  /** Called once, when the worker dies on its own (uncaught error, out of JS heap, exit). */
-  onDeath(f: (why: string) => void): void;
-  terminate(): void;
-}
-
-type Runtime = 'node' | 'deno' | 'browser';
-
-function runtime(): Runtime {
-  const g = globalThis as { Deno?: unknown; process?: { versions?: { node?: string } }; window?: unknown };
-  if (g.Deno) return 'deno';
-  if (g.process?.versions?.node && typeof g.window === 'undefined') return 'node';
-  return 'browser';
-}
+type WorkerPort = TextWorkerPort<InitMessage | RunMessage, WorkerReply>;
 
 // The prologue gives the worker Node's `require` (a CommonJS local there, absent elsewhere), import()
 // (which test runners and bundlers rewrite inside function text) and the __name() helper that
@@ -72,59 +58,8 @@ const WORKER_SOURCE = [
   `(${sandboxWorkerMain.toString()})();`,
 ].join('\n');
 
-async function spawnPort(jsHeapMb: number): Promise<WorkerPort> {
-  if (runtime() === 'node') {
-    const { Worker } = await import('node:worker_threads');
-    const w = new Worker(WORKER_SOURCE, {
-      eval: true,
-      resourceLimits: { maxOldGenerationSizeMb: jsHeapMb, maxYoungGenerationSizeMb: 32 },
-      stdout: true,
-      stderr: true,
-    });
-    w.stdout.resume();
-    w.stderr.resume();
-    w.unref();
-    let dead = false;
-    return {
-      post: (m) => w.postMessage(m),
-      onMessage: (f) => w.on('message', f),
-      onDeath: (f) => {
-        const die = (why: string) => {
-          if (!dead) {
-            dead = true;
-            f(why);
-          }
-        };
-        w.on('error', (e: Error) => die(`${e.name}: ${e.message}`));
-        w.on('exit', (code: number) => die(`exited with code ${code}`));
-      },
-      terminate: () => {
-        dead = true;
-        void w.terminate();
-      },
-    };
-  }
-  const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: 'text/javascript' }));
-  const w = new Worker(url, { type: 'module', name: 'troupe-code-sandbox' });
-  let dead = false;
-  return {
-    post: (m) => w.postMessage(m),
-    onMessage: (f) => w.addEventListener('message', (e) => f(e.data as WorkerReply)),
-    onDeath: (f) => {
-      w.addEventListener('error', (e) => {
-        e.preventDefault();
-        if (!dead) {
-          dead = true;
-          f(e.message || 'worker error');
-        }
-      });
-    },
-    terminate: () => {
-      dead = true;
-      w.terminate();
-      URL.revokeObjectURL(url);
-    },
-  };
+function spawnPort(jsHeapMb: number): Promise<WorkerPort> {
+  return spawnTextWorker(WORKER_SOURCE, { name: 'troupe-code-sandbox', jsHeapMb });
 }
 
 async function defaultPyodidePaths(override?: string): Promise<{ moduleUrl: string; indexUrl: string }> {
