@@ -69,7 +69,10 @@ export function solutionBlocks(texts: readonly string[], extra?: readonly string
     .join('\n\n');
 }
 
-/** A `<role>-no-answer` violation when a solving role's output has no gradable answer. */
-export function noAnswerViolation(kind: TaskKind, role: RoleType, slot: string, turn: number, text: string): FormatViolation[] {
-  return extractAnswer(kind, text) === null ? [{ role, slot, turn, kind: `${role}-no-answer` }] : [];
+/**
+ * A `<role>-no-answer` violation when a solving role's output has no gradable answer. `occurrence`:
+ * which of the slot's calls with this turn index it was (0-based, call order).
+ */
+export function noAnswerViolation(kind: TaskKind, role: RoleType, slot: string, turn: number, occurrence: number, text: string): FormatViolation[] {
+  return extractAnswer(kind, text) === null ? [{ role, slot, turn, occurrence, kind: `${role}-no-answer` }] : [];
 }

@@ -40,8 +40,8 @@ async function run(task: Task, agent: Agent): Promise<EpisodeOutcome> {
 
   const generate = async (content: string): Promise<string> => {
     const r = await agent.turn({ role: 'generator', slot: 'generator', turn: 0, messages: user(content) });
+    violations.push(...noAnswerViolation(kind, 'generator', 'generator', 0, answers.length, r.text));
     answers.push({ role: 'generator', slot: 'generator', text: r.text });
-    violations.push(...noAnswerViolation(kind, 'generator', 'generator', 0, r.text));
     return r.text;
   };
 
@@ -51,7 +51,7 @@ async function run(task: Task, agent: Agent): Promise<EpisodeOutcome> {
     const e = await agent.turn({ role: 'evaluator', slot: 'evaluator', turn: 0, messages: user(P.evaluator({ problem, solution: shown })) });
     const verdict = parseVerdict(e.text);
     verdicts.push({ slot: 'evaluator', turn: 0, answer: answers.length - 1, verdict });
-    for (const kindOf of evaluatorViolations(e.text)) violations.push({ role: 'evaluator', slot: 'evaluator', turn: 0, kind: kindOf });
+    for (const k of evaluatorViolations(e.text)) violations.push({ role: 'evaluator', slot: 'evaluator', turn: 0, occurrence: round, kind: k });
     if (verdict === 'correct' || round === MAX_EVALUATIONS - 1) break;
     solution = await generate(P.refine({ problem, solution: shown, feedback: clip(e.text, FEEDBACK_CAP) }));
   }

@@ -69,14 +69,14 @@ async function run(task: Task, agent: Agent): Promise<EpisodeOutcome> {
     maxNewTokens: ORCHESTRATOR_MAX_NEW_TOKENS,
   });
   const parsed = parseStrategies(orch.text, WORKERS);
-  for (const k of orchestratorViolations(orch.text, parsed)) violations.push({ role: 'orchestrator', slot: 'orchestrator', turn: 0, kind: k });
+  for (const k of orchestratorViolations(orch.text, parsed)) violations.push({ role: 'orchestrator', slot: 'orchestrator', turn: 0, occurrence: 0, kind: k });
   const strategies = workerStrategies(kind, parsed.strategies);
 
   const replies = await Promise.all(
     strategies.map((strategy) => agent.turn({ role: 'worker', slot: 'worker', turn: 0, messages: user(P.worker({ problem, strategy })) })),
   );
   const answers: RoleAnswer[] = replies.map((r) => ({ role: 'worker', slot: 'worker', text: r.text }));
-  for (const a of answers) violations.push(...noAnswerViolation(kind, 'worker', 'worker', 0, a.text));
+  answers.forEach((a, i) => violations.push(...noAnswerViolation(kind, 'worker', 'worker', 0, i, a.text)));
 
   const solutions = solutionBlocks(
     answers.map((a) => a.text),
@@ -84,7 +84,7 @@ async function run(task: Task, agent: Agent): Promise<EpisodeOutcome> {
   );
   const syn = await agent.turn({ role: 'synthesizer', slot: 'synthesizer', turn: 0, messages: user(P.synthesizer({ problem, solutions })) });
   answers.push({ role: 'synthesizer', slot: 'synthesizer', text: syn.text });
-  violations.push(...noAnswerViolation(kind, 'synthesizer', 'synthesizer', 0, syn.text));
+  violations.push(...noAnswerViolation(kind, 'synthesizer', 'synthesizer', 0, 0, syn.text));
   return { final: syn.text, finalRole: 'synthesizer', answers, violations };
 }
 

@@ -25,7 +25,7 @@ async function run(task: Task, agent: Agent): Promise<EpisodeOutcome> {
     final: reply.text,
     finalRole: 'generator',
     answers: [{ role: 'generator', slot: 'generator', text: reply.text }],
-    violations: noAnswerViolation(kind, 'generator', 'generator', 0, reply.text),
+    violations: noAnswerViolation(kind, 'generator', 'generator', 0, 0, reply.text),
   };
 }
 

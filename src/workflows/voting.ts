@@ -32,7 +32,7 @@ async function run(task: Task, agent: Agent): Promise<EpisodeOutcome> {
   const content = P.generator({ problem });
   const replies = await Promise.all(slots.map((slot) => agent.turn({ role: 'generator', slot, turn: 0, messages: user(content) })));
   const answers: RoleAnswer[] = replies.map((r, i) => ({ role: 'generator', slot: slots[i]!, text: r.text }));
-  const violations: FormatViolation[] = answers.flatMap((a) => noAnswerViolation(kind, 'generator', a.slot, 0, a.text));
+  const violations: FormatViolation[] = answers.flatMap((a) => noAnswerViolation(kind, 'generator', a.slot, 0, 0, a.text));
 
   const agg = await agent.turn({
     role: 'aggregator',
@@ -42,7 +42,7 @@ async function run(task: Task, agent: Agent): Promise<EpisodeOutcome> {
     maxNewTokens: AGGREGATOR_MAX_NEW_TOKENS,
   });
   const choice = parseChoice(agg.text, answers.length);
-  if (choice.parsedBy !== 'boxed') violations.push({ role: 'aggregator', slot: 'aggregator', turn: 0, kind: VIOLATION_KINDS.aggregatorNoBoxedChoice });
+  if (choice.parsedBy !== 'boxed') violations.push({ role: 'aggregator', slot: 'aggregator', turn: 0, occurrence: 0, kind: VIOLATION_KINDS.aggregatorNoBoxedChoice });
   return {
     final: answers[choice.index]!.text,
     finalRole: 'generator',
