@@ -1,5 +1,7 @@
-// GRPO advantages: each trajectory's outcome reward normalised within its group,
-// A = (r − mean_group) / (std_group + 1e-6) with the unbiased std; a group of one gets A = 0.
+// GRPO advantages: each trajectory's outcome reward normalised within its group. Modes: `std`
+// A = (r − mean_group) / (std_group + 1e-6) with the unbiased std (GRPO); `mean` A = r − mean_group
+// (Dr. GRPO); `none` A = r. A group of one gets A = 0 (`singleton: 'zero'`, the study's default) or, as
+// verl treats it (mean 0, std 1), A = r (`singleton: 'reward'`).
 // The group key is explicit (task × role slot × turn): workflows set it, nothing derives it from names.
 
 /** Which trajectories are compared with each other. Workflows choose the fields: e.g. Voting gives each
@@ -54,24 +56,38 @@ export function groupByKey<T extends Scored>(items: readonly T[]): Group<T>[] {
   return [...groups.values()];
 }
 
+export const ADVANTAGE_MODES = ['std', 'mean', 'none'] as const;
+export type AdvantageMode = (typeof ADVANTAGE_MODES)[number];
+
+export interface AdvantageOptions {
+  /** Default 'std'. */
+  mode?: AdvantageMode;
+  /** A group of one: 'zero' (default) or 'reward' (verl: mean 0, std 1, so A = r). */
+  singleton?: 'zero' | 'reward';
+}
+
 /** Advantages of rewards that form one group. */
-export function groupAdvantages(rewards: readonly number[]): number[] {
+export function groupAdvantages(rewards: readonly number[], opts: AdvantageOptions = {}): number[] {
+  const mode = opts.mode ?? 'std';
+  if (!ADVANTAGE_MODES.includes(mode)) throw new AdvantageError(`unknown advantage mode ${mode} (one of ${ADVANTAGE_MODES.join(', ')})`);
   const n = rewards.length;
-  if (n === 1) return [0];
+  if (mode === 'none') return [...rewards];
+  if (n === 1) return [(opts.singleton ?? 'zero') === 'reward' ? rewards[0]! : 0];
   const mean = rewards.reduce((a, b) => a + b, 0) / n;
+  if (mode === 'mean') return rewards.map((r) => r - mean);
   const variance = rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / (n - 1);
   const std = Math.sqrt(variance);
   return rewards.map((r) => (r - mean) / (std + ADVANTAGE_EPS));
 }
 
 /** GRPO advantages of every item, in input order. */
-export function grpoAdvantages(items: readonly Scored[]): number[] {
+export function grpoAdvantages(items: readonly Scored[], opts: AdvantageOptions = {}): number[] {
   const out = new Array<number>(items.length);
   items.forEach((item, i) => {
     if (!Number.isFinite(item.reward)) throw new AdvantageError(`trajectory ${i} (${groupKeyString(item.key)}): reward ${item.reward} is not finite`);
   });
   for (const g of groupByKey(items)) {
-    const adv = groupAdvantages(g.members.map((m) => m.reward));
+    const adv = groupAdvantages(g.members.map((m) => m.reward), opts);
     g.indices.forEach((idx, j) => (out[idx] = adv[j]!));
   }
   return out;

@@ -2,12 +2,14 @@
 import type { Command } from '../command.ts';
 import { command as bench } from './bench.ts';
 import { command as doctor } from './doctor.ts';
+import { command as evalCommand } from './eval.ts';
 import { command as generate } from './generate.ts';
 import { command as grad } from './grad.ts';
 import { command as grade } from './grade.ts';
 import { command as logits } from './logits.ts';
 import { command as start } from './start.ts';
 import { command as tokenize } from './tokenize.ts';
+import { command as train } from './train.ts';
 
 export const COMMANDS: Command[] = [
   start,
@@ -18,4 +20,6 @@ export const COMMANDS: Command[] = [
   generate,
   grade,
   grad,
+  train,
+  evalCommand,
 ];

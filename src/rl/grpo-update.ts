@@ -1,0 +1,323 @@
+// The GRPO update of one step: every trainable trajectory (role turns whose role has an adapter) is
+// packed into micro-batches of whole sequences; each row goes through its own adapter (the per-row LoRA
+// path the rollout engine uses too), so one backward updates every adapter of a mixed batch.
+//  1. logp_old: a forward over every micro-batch before any update (verl recomputes old_log_prob the
+//     same way), through the same kernels as the training forward: with one epoch and one mini-batch
+//     the ratio π/π_old is exactly 1. The rollout engine's log-probs are kept only to measure drift.
+//  2. per mini-batch: loss and gradients of each micro-batch (accumulated), then one AdamW step per
+//     adapter with its own global-norm clip (under isolated policies that is per role type, as the
+//     study's trainer updates each role's sub-batch separately; its loss is normalised over that role's
+//     sub-batch). Under a shared policy the micro-batches run role by role, and each role's gradient
+//     norm is measured before the roles' gradients are summed.
+import type { Gpu } from '../gpu/gpu.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { add } from '../kernels/elementwise.ts';
+import { lossAndGradients, nextTokenBatch, type TrainBatch, tokenLogprobs } from '../model/backward.ts';
+import type { AdapterSet } from '../model/lora.ts';
+import type { Qwen3Model } from '../model/qwen3.ts';
+import type { AdamW, StepResult } from '../optim/adamw.ts';
+import type { RoleType } from '../workflows/types.ts';
+import { type LossResult, type PolicyLossOptions, policyLoss, readSeqStats, releaseLossResult, type SeqStats } from './loss.ts';
+import type { Trajectory } from './trajectory.ts';
+
+export interface UpdateConfig {
+  /** Softmax temperature of the log-probabilities: the sampling temperature (as verl). */
+  temperature: number;
+  loss: Omit<PolicyLossOptions, 'tokenTotal' | 'seqTotal'>;
+  /** Mini-batches per step (each one optimizer step per adapter). Default 1. */
+  miniBatches?: number;
+  /** Passes over the step's trajectories. Default 1. */
+  epochs?: number;
+  /** Most tokens (prompt + response) in one micro-batch. Default 4096. */
+  microBatchTokens?: number;
+  /** Shared policy: run micro-batches role by role and measure each role's gradient norm before the sum. */
+  perRoleGradNorm?: boolean;
+}
+
+/** What one trajectory's tokens gave in the update (sums over its response tokens). */
+export interface TrajectoryStats {
+  tokens: number;
+  /** Σ −logp_old (for perplexity). */
+  nllSum: number;
+  entropySum: number;
+  /** Σ |logp_rollout − logp_old|. */
+  driftSum: number;
+  /** From the last pass's loss (sums over tokens). */
+  loss: SeqStats | null;
+}
+
+export interface UpdateResult {
+  /** Per trajectory of the input list (null: not trained, e.g. a frozen role or an empty response). */
+  perTrajectory: (TrajectoryStats | null)[];
+  /** Per adapter, the last optimizer step. */
+  adapters: Record<string, StepResult>;
+  /** Per role type: its gradient norm before clipping (its adapter's, or its own contribution under a shared policy). */
+  roleGradNorm: Partial<Record<RoleType, number>>;
+  /** An optimizer step of some adapter was skipped (non-finite gradient). */
+  skipped: boolean;
+}
+
+export class UpdateError extends Error {
+  override name = 'UpdateError';
+}
+
+interface Packed {
+  members: number[];
+  batch: TrainBatch & { mask: Float32Array; seqStarts: Uint32Array };
+  rowAdapters: (string | null)[];
+  /** Per member: offset of its first response token's position in the packed batch (position predicting it). */
+  responseStart: number[];
+}
+
+/** Packs trajectories (by index) for next-token prediction; the mask covers response tokens only. */
+function pack(trajs: readonly Trajectory[], members: number[]): Packed {
+  const seqs = members.map((i) => [...trajs[i]!.promptIds, ...trajs[i]!.responseIds]);
+  const batch = nextTokenBatch(seqs);
+  const rowAdapters: (string | null)[] = [];
+  const responseStart: number[] = [];
+  batch.mask.fill(0);
+  members.forEach((i, k) => {
+    const t = trajs[i]!;
+    const start = batch.seqStarts[k]!;
+    for (let j = 0; j < seqs[k]!.length; j++) rowAdapters.push(t.adapter);
+    // Position p predicts token p+1: response token j is predicted at start + promptLen − 1 + j.
+    const first = start + t.promptIds.length - 1;
+    responseStart.push(first);
+    for (let j = 0; j < t.responseIds.length; j++) batch.mask[first + j] = 1;
+  });
+  return { members, batch, rowAdapters, responseStart };
+}
+
+/** Splits indices into micro-batches of at most `budget` tokens (a longer sequence gets its own). */
+function microBatches(trajs: readonly Trajectory[], indices: number[], budget: number): number[][] {
+  const out: number[][] = [];
+  let cur: number[] = [];
+  let tokens = 0;
+  for (const i of indices) {
+    const n = trajs[i]!.promptIds.length + trajs[i]!.responseIds.length;
+    if (cur.length && tokens + n > budget) {
+      out.push(cur);
+      cur = [];
+      tokens = 0;
+    }
+    cur.push(i);
+    tokens += n;
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}
+
+export async function grpoUpdate(
+  gpu: Gpu,
+  model: Qwen3Model,
+  adapters: AdapterSet,
+  optimizers: ReadonlyMap<string, AdamW>,
+  trajs: readonly Trajectory[],
+  cfg: UpdateConfig,
+  lr: number,
+): Promise<UpdateResult> {
+  const trainable = trajs.map((t, i) => (t.adapter !== null && t.responseIds.length > 0 ? i : -1)).filter((i) => i >= 0);
+  for (const i of trainable) {
+    const name = trajs[i]!.adapter!;
+    if (!optimizers.has(name)) throw new UpdateError(`trajectory ${trajs[i]!.episodeId}/${trajs[i]!.slot}: adapter ${name} has no optimizer`);
+  }
+  const perTrajectory: (TrajectoryStats | null)[] = trajs.map(() => null);
+  const result: UpdateResult = { perTrajectory, adapters: {}, roleGradNorm: {}, skipped: false };
+  if (!trainable.length) return result;
+  const nMini = Math.min(cfg.miniBatches ?? 1, trainable.length);
+  const epochs = cfg.epochs ?? 1;
+  const budget = cfg.microBatchTokens ?? 4096;
+  if (!Number.isInteger(nMini) || nMini < 1) throw new UpdateError(`miniBatches must be a positive integer, got ${cfg.miniBatches}`);
+  if (!Number.isInteger(epochs) || epochs < 1) throw new UpdateError(`epochs must be a positive integer, got ${cfg.epochs}`);
+
+  // Mini-batches in trajectory order; within one, micro-batches (role by role when measuring per role).
+  const minis: number[][] = [];
+  const per = Math.ceil(trainable.length / nMini);
+  for (let m = 0; m < trainable.length; m += per) minis.push(trainable.slice(m, m + per));
+  const roleOrder = (idx: number[]): number[][] => {
+    if (!cfg.perRoleGradNorm) return [idx];
+    const byRole = new Map<RoleType, number[]>();
+    for (const i of idx) {
+      const r = trajs[i]!.role;
+      if (!byRole.has(r)) byRole.set(r, []);
+      byRole.get(r)!.push(i);
+    }
+    return [...byRole.values()];
+  };
+  const plan = minis.map((mini) => roleOrder(mini).map((group) => microBatches(trajs, group, budget).map((m) => pack(trajs, m))));
+
+  // 1. logp_old for every micro-batch, before any update.
+  const logpOld = new Map<number, Float32Array>();
+  for (const mini of plan) {
+    for (const group of mini) {
+      for (const p of group) {
+        const rows = adapters.rows(p.rowAdapters);
+        const s = tokenLogprobs(model, p.batch, { adapter: rows, temperature: cfg.temperature });
+        rows.release();
+        const [lp, ent] = await Promise.all([gpu.readF32(s.logp), gpu.readF32(s.entropy)]);
+        s.logp.release();
+        s.entropy.release();
+        p.members.forEach((i, k) => {
+          const t = trajs[i]!;
+          const n = t.responseIds.length;
+          const first = p.responseStart[k]!;
+          const old = lp.slice(first, first + n);
+          logpOld.set(i, old);
+          let nll = 0;
+          let entropy = 0;
+          let drift = 0;
+          for (let j = 0; j < n; j++) {
+            nll -= old[j]!;
+            entropy += ent[first + j]!;
+            drift += Math.abs((t.rolloutLogprobs[j] ?? old[j]!) - old[j]!);
+          }
+          perTrajectory[i] = { tokens: n, nllSum: nll, entropySum: entropy, driftSum: drift, loss: null };
+        });
+      }
+    }
+  }
+
+  // 2. updates.
+  for (let epoch = 0; epoch < epochs; epoch++) {
+    for (let m = 0; m < plan.length; m++) {
+      const mini = minis[m]!;
+      // Loss normalisation: over the adapter's own sequences / tokens in this mini-batch.
+      const seqTotal = new Map<string, number>();
+      const tokenTotal = new Map<string, number>();
+      for (const i of mini) {
+        const a = trajs[i]!.adapter!;
+        seqTotal.set(a, (seqTotal.get(a) ?? 0) + 1);
+        tokenTotal.set(a, (tokenTotal.get(a) ?? 0) + trajs[i]!.responseIds.length);
+      }
+      const sharedSums = cfg.perRoleGradNorm ? new RoleGradSums(gpu, [...optimizers.entries()].filter(([n]) => seqTotal.has(n)).map(([, o]) => o)) : null;
+      for (const group of plan[m]!) {
+        for (const p of group) await microStep(gpu, model, adapters, trajs, p, logpOld, cfg, seqTotal, tokenTotal, perTrajectory);
+        if (sharedSums) result.roleGradNorm[trajs[group[0]!.members[0]!]!.role] = await sharedSums.takeRole();
+      }
+      sharedSums?.restore();
+      for (const [name, opt] of optimizers) {
+        if (!seqTotal.has(name)) continue;
+        // AdamW tells the adapter (markUpdated), so the engine serves the new weights next step.
+        const r = await opt.step(lr);
+        result.adapters[name] = r;
+        if (r.skipped) result.skipped = true;
+      }
+    }
+  }
+  if (!cfg.perRoleGradNorm) {
+    for (const i of trainable) {
+      const t = trajs[i]!;
+      const r = result.adapters[t.adapter!];
+      if (r) result.roleGradNorm[t.role] = r.gradNorm;
+    }
+  }
+  return result;
+}
+
+/** One micro-batch: loss (one policyLoss per adapter, each normalised over its own sub-batch) and backward. */
+async function microStep(
+  gpu: Gpu,
+  model: Qwen3Model,
+  adapters: AdapterSet,
+  trajs: readonly Trajectory[],
+  p: Packed,
+  logpOld: Map<number, Float32Array>,
+  cfg: UpdateConfig,
+  seqTotal: Map<string, number>,
+  tokenTotal: Map<string, number>,
+  perTrajectory: (TrajectoryStats | null)[],
+): Promise<void> {
+  const T = p.batch.ids.length;
+  const old = new Float32Array(T);
+  const adv = new Float32Array(p.members.length);
+  p.members.forEach((i, k) => {
+    old.set(logpOld.get(i)!, p.responseStart[k]!);
+    adv[k] = trajs[i]!.advantage;
+  });
+  const names = [...new Set(p.members.map((i) => trajs[i]!.adapter!))];
+  const oldT = gpu.upload(old, [T], 'f32', 'grpo.logp_old');
+  const advT = gpu.upload(adv, [p.members.length], 'f32', 'grpo.advantages');
+  const masks = names.map((name) => {
+    const mask = new Float32Array(T);
+    p.members.forEach((i, k) => {
+      if (trajs[i]!.adapter !== name) return;
+      const first = p.responseStart[k]!;
+      mask.fill(1, first, first + trajs[i]!.responseIds.length);
+    });
+    return gpu.upload(mask, [T], 'f32', `grpo.mask.${name}`);
+  });
+  const results: LossResult[] = [];
+  const sums: Tensor[] = [];
+  const rows = adapters.rows(p.rowAdapters);
+  const { stats } = lossAndGradients(
+    model,
+    p.batch,
+    (s) => {
+      names.forEach((name, g) => {
+        results.push(
+          policyLoss(
+            gpu,
+            { logp: s.logp, logpOld: oldT, advantages: advT, mask: masks[g]!, seqStarts: p.batch.seqStarts, entropy: s.entropy },
+            { ...cfg.loss, seqTotal: seqTotal.get(name)!, tokenTotal: tokenTotal.get(name)! },
+          ),
+        );
+      });
+      let dlogp = results[0]!.dlogp;
+      let dentropy = results[0]!.dentropy;
+      for (const r of results.slice(1)) {
+        sums.push((dlogp = add(gpu, dlogp, r.dlogp)));
+        if (dentropy && r.dentropy) sums.push((dentropy = add(gpu, dentropy, r.dentropy)));
+      }
+      return { dlogp, dentropy };
+    },
+    { adapter: rows, temperature: cfg.temperature },
+  );
+  rows.release();
+  // Each sequence's stats come from the loss of its own adapter.
+  const perLoss = await Promise.all(results.map((r) => readSeqStats(gpu, r.stats)));
+  p.members.forEach((i, k) => {
+    const g = names.indexOf(trajs[i]!.adapter!);
+    perTrajectory[i]!.loss = perLoss[g]![k]!;
+  });
+  for (const r of results) releaseLossResult(r);
+  for (const t of [oldT, advT, ...masks, ...sums, stats.logp, stats.entropy]) t.release();
+}
+
+/** Shared policy: each role's gradient measured alone, then summed back (grad = Σ roles). */
+class RoleGradSums {
+  private readonly acc: Tensor[][];
+
+  constructor(
+    private readonly gpu: Gpu,
+    private readonly opts: AdamW[],
+  ) {
+    this.acc = opts.map((o) => o.parameters.map((p) => gpu.upload(new Float32Array(p.grad.size), p.grad.shape, 'f32', `${p.name}.grad_sum`)));
+  }
+
+  /** The norm of the gradient accumulated since the last call; moves it into the sums. */
+  async takeRole(): Promise<number> {
+    let sumsq = 0;
+    for (let o = 0; o < this.opts.length; o++) {
+      const opt = this.opts[o]!;
+      sumsq += (await opt.gradNorm()) ** 2;
+      opt.parameters.forEach((p, k) => {
+        const sum = add(this.gpu, this.acc[o]![k]!, p.grad);
+        this.acc[o]![k]!.release();
+        this.acc[o]![k] = sum;
+      });
+      opt.zeroGrad();
+    }
+    return Math.sqrt(sumsq);
+  }
+
+  /** Puts the summed gradient back where the optimizer reads it. */
+  restore(): void {
+    this.opts.forEach((opt, o) => {
+      opt.parameters.forEach((p, k) => {
+        const sum = this.acc[o]![k]!;
+        this.gpu.copy(sum, p.grad, p.grad.byteLength);
+        sum.release();
+      });
+    });
+  }
+}
