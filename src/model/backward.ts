@@ -137,6 +137,31 @@ export function lossAndGradients<R extends TokenGrads>(model: Qwen3Model, batch:
   return { result, stats: { logp: stats.logp, entropy: stats.entropy } };
 }
 
+/** The token stats lossAndGradients computes for the same batch and options, without a backward: the
+ * same kernels in the same order, so the numbers are bit-identical (GRPO's logp_old comes from here and
+ * the step-0 ratio π/π_old is exactly 1). The caller releases both tensors. */
+export function tokenLogprobs(model: Qwen3Model, batch: TrainBatch, opts: Pick<BackwardOptions, 'adapter' | 'temperature' | 'chunkRows'> = {}): TokenStats {
+  const { gpu, config: c } = model;
+  const T = batch.ids.length;
+  if (batch.targets.length !== T) throw new ModelInputError(`tokenLogprobs: ${batch.targets.length} targets for ${T} tokens`);
+  const bad = batch.targets.find((t) => t >= c.vocabSize);
+  if (bad !== undefined) throw new ModelInputError(`tokenLogprobs: target id ${bad} outside the vocabulary [0, ${c.vocabSize})`);
+  const ctx = model.context({ ids: batch.ids, seqLens: batch.seqLens }, opts.adapter);
+  const tape = new Tape(model, ctx, opts);
+  let x = model.embed(batch.ids);
+  for (let i = 0; i < c.numLayers; i++) {
+    const next = model.layerForward(i, x, ctx);
+    x.release();
+    x = next;
+  }
+  const norm = rmsnorm(gpu, x, model.weights.norm, c.rmsNormEps);
+  const targets = gpu.upload(batch.targets, [T], 'u32', 'targets');
+  const stats = tape.tokenStats(norm.y, targets);
+  for (const t of [targets, stats.lse, norm.y, norm.rstd, x]) t.release();
+  model.releaseContext(ctx);
+  return { logp: stats.logp, entropy: stats.entropy };
+}
+
 /** The backward pieces of one forward: shares its context, adapter and gradient targets. */
 class Tape {
   private readonly gpu: Gpu;
