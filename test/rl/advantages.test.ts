@@ -75,4 +75,21 @@ describe('GRPO advantages', () => {
     expect(() => grpoAdvantages([{ key: { taskId: 't', roleSlot: 'g', turn: 0.5 }, reward: 1 }])).toThrow(AdvantageError);
     expect(() => grpoAdvantages([{ key: { taskId: 't', roleSlot: 'g', turn: 0 }, reward: NaN }])).toThrow(/not finite/);
   });
+
+  it('modes: mean (Dr. GRPO) subtracts the group mean, none keeps the reward; singletons zero or the reward (verl)', () => {
+    const r = [1, 0, 0, 1, 1];
+    const m = 3 / 5;
+    groupAdvantages(r, { mode: 'mean' }).forEach((a, i) => expect(a).toBeCloseTo(r[i]! - m, 12));
+    expect(groupAdvantages(r, { mode: 'none' })).toEqual(r);
+    expect(groupAdvantages([0.75], { singleton: 'reward' })).toEqual([0.75]);
+    expect(groupAdvantages([0.75], { singleton: 'zero' })).toEqual([0]);
+    expect(groupAdvantages([0.75], { mode: 'mean' })).toEqual([0]);
+    const items = [
+      { key: { taskId: 'a', roleSlot: 'g', turn: 0 }, reward: 1 },
+      { key: { taskId: 'a', roleSlot: 'g', turn: 0 }, reward: 0 },
+      { key: { taskId: 'b', roleSlot: 'g', turn: 0 }, reward: 1 },
+    ];
+    expect(grpoAdvantages(items, { mode: 'mean', singleton: 'reward' })).toEqual([0.5, -0.5, 1]);
+    expect(() => groupAdvantages(r, { mode: 'median' as never })).toThrow(/unknown advantage mode/);
+  });
 });
