@@ -15,6 +15,8 @@ export interface BenchRow {
   machine: string;
   /** node (Dawn), deno (wgpu) or browser. */
   runtime?: string;
+  /** The commit measured (short hash), filled in when the rows are recorded in bench/results.json. */
+  commit?: string;
 }
 
 /** The adapter in words, e.g. "nvidia hopper NVIDIA H200" or "google swiftshader (SwiftShader)". */
