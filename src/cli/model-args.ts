@@ -4,6 +4,7 @@ import type { Gpu } from '../gpu/gpu.ts';
 import { QWEN3_PRESETS, qwen3Preset } from '../model/presets.ts';
 import { Qwen3Model } from '../model/qwen3.ts';
 import { DirectorySource } from '../model/source.ts';
+import { checkTokenIds, TokenIdError, U32_LIMIT } from '../model/token-ids.ts';
 import { Qwen3Tokenizer } from '../model/tokenizer.ts';
 import { loadQwen3, randomQwen3Weights, type WeightDType } from '../model/weights.ts';
 import { UsageError } from './command.ts';
@@ -44,12 +45,27 @@ export async function openModel(gpu: Gpu, command: string, v: ModelArgs): Promis
   return { model: new Qwen3Model(gpu, config, weights), tokenizer: await Qwen3Tokenizer.load() };
 }
 
-/** "1,2,3" -> ids, each a non-negative integer. */
-export function parseIds(command: string, text: string): number[] {
+/**
+ * "1,2,3" -> ids, each an integer in [0, vocab) (vocab: the model's, when known; else 2^32, what a u32
+ * holds: ids are never wrapped). Errors name the offending id, its position and the vocabulary size.
+ */
+export function parseIds(command: string, text: string, vocab?: number): number[] {
   const parts = text.split(',').map((s) => s.trim());
-  const ids = parts.map(Number);
-  if (!parts.length || parts.some((s, i) => s === '' || !Number.isInteger(ids[i]) || ids[i]! < 0)) {
-    throw new UsageError(`troupe ${command}: --ids must be a comma-separated list of token ids, got "${text}"`);
+  const bad = parts.findIndex((s) => !/^\d+$/.test(s));
+  if (!parts.length || bad >= 0) {
+    throw new UsageError(`troupe ${command}: --ids must be a comma-separated list of token ids, got "${text}" (position ${bad}: "${parts[bad]}")`);
   }
+  const ids = parts.map(Number);
+  checkIds(command, ids, vocab);
   return ids;
+}
+
+/** Throws a UsageError naming the id, its position and the vocabulary unless every id is in [0, vocab). */
+export function checkIds(command: string, ids: readonly number[], vocab = U32_LIMIT): void {
+  try {
+    checkTokenIds(`troupe ${command}: --ids`, ids, vocab);
+  } catch (e) {
+    if (e instanceof TokenIdError) throw new UsageError(vocab === U32_LIMIT ? `${e.message} (ids are u32)` : `${e.message} of this model`);
+    throw e;
+  }
 }

@@ -71,7 +71,7 @@ table.kv th, table.grid th { background: var(--soft); font-weight: 600; }
 .hide-role { display: none; }
 `;
 
-function runHeader(run: RunRecord | undefined, steps: StepRecord[]): string {
+export function runHeader(run: RunRecord | undefined, steps: StepRecord[]): string {
   if (!run) return '<p class="muted">No run record in the metrics.</p>';
   const main: [string, unknown][] = [
     ['workflow', run.workflow],
@@ -97,7 +97,7 @@ function runHeader(run: RunRecord | undefined, steps: StepRecord[]): string {
   );
 }
 
-function beforeAfterTable(records: MetricsRecord[]): string {
+export function beforeAfterTable(records: MetricsRecord[]): string {
   const ba = beforeAfter(records);
   if (!ba) return '<p class="muted">No validation records.</p>';
   const cls = (d: number | null) => (d === null || d === 0 ? '' : d > 0 ? ' up' : ' down');

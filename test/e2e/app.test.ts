@@ -1,0 +1,176 @@
+// The browser app (src/app) in headless Chromium (WebGPU on SwiftShader): it loads without errors, views
+// an imported run (charts, before/after table, trajectories, role filter, report export), and trains a
+// short demo run in its worker (charts update, a trajectory appears), then exports the adapters as a zip
+// whose PEFT folders load with loadPeft. Screenshots in test-results/app/ (git-ignored).
+// The demo model comes from public/demo-model/; without it, a random tiny Qwen3 (full Qwen3 vocabulary, so
+// the shipped tokenizer fits) is written to test-results/app/tiny-model/ and picked as a local folder.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { unzipStore } from '../../src/app/zip.ts';
+import { Gpu } from '../../src/gpu/gpu.ts';
+import { ROLE_METRICS } from '../../src/metrics/charts.ts';
+import { toJsonl } from '../../src/metrics/jsonl.ts';
+import { parseQwen3Config } from '../../src/model/config.ts';
+import { loadPeft } from '../../src/model/peft.ts';
+import { writeSafetensors } from '../../src/model/safetensors.ts';
+import { MemorySource } from '../../src/model/source.ts';
+import { expectedTensors } from '../../src/model/weights.ts';
+import { mulberry32 } from '../../src/util/mulberry32.ts';
+import { syntheticRun } from '../metrics/synthetic.ts';
+import { startBrowser, type Browser } from './browser.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const OUT = join(ROOT, 'test-results/app');
+const DEMO = join(ROOT, 'public/demo-model');
+
+/** Failed loads that are expected: probes for an index file that single-file models do not have. */
+const expectedErrors = (e: string) => /HTTP 404 for .*model\.safetensors\.index\.json$/.test(e);
+
+function tinyModel(dir: string): Record<string, unknown> {
+  const fixture = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/models/gqa-tied/config.json'), 'utf8')) as Record<string, unknown>;
+  const json = { ...fixture, vocab_size: 151936, bos_token_id: 151643, eos_token_id: 151645, pad_token_id: null, num_hidden_layers: 2, layer_types: ['full_attention', 'full_attention'], hidden_size: 32, intermediate_size: 64, num_attention_heads: 2, num_key_value_heads: 1, head_dim: 16, tie_word_embeddings: true, torch_dtype: 'float32' };
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'config.json'), JSON.stringify(json, null, 2));
+  const config = parseQwen3Config(json);
+  const r = mulberry32(11);
+  const tensors = expectedTensors(config).map((s) => {
+    const n = s.shape.reduce((a, b) => a * b, 1);
+    const data = new Float32Array(n);
+    for (let i = 0; i < n; i++) data[i] = s.kind === 'norm' ? 1 + 0.02 * (r() - 0.5) : 0.04 * (r() - 0.5);
+    return { name: s.name, dtype: 'F32' as const, shape: s.shape, data };
+  });
+  writeFileSync(join(dir, 'model.safetensors'), writeSafetensors(tensors));
+  return json;
+}
+
+describe('browser (Chromium): the troupe app', () => {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    mkdirSync(OUT, { recursive: true });
+    browser = await startBrowser();
+    await browser.page.setViewportSize({ width: 1400, height: 1000 });
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  async function openApp(): Promise<void> {
+    const page = browser!.page;
+    await page.goto(`${browser!.url}/src/app/index.html`);
+    await page.waitForSelector('body[data-webgpu]');
+  }
+
+  it('views an imported run: charts, before/after, trajectories, report export', async () => {
+    const page = browser!.page;
+    const before = browser!.errors.length;
+    await openApp();
+    expect(await page.getAttribute('body', 'data-webgpu')).toBe('yes');
+    const { records, samples } = syntheticRun(6);
+    writeFileSync(join(OUT, 'metrics.jsonl'), toJsonl(records) + 'not json\n');
+    writeFileSync(join(OUT, 'samples.jsonl'), toJsonl(samples));
+    await page.setInputFiles('#import-file', [join(OUT, 'metrics.jsonl'), join(OUT, 'samples.jsonl')]);
+    await page.waitForSelector(`body[data-records="${records.length}"][data-samples="${samples.length}"]`);
+    expect(await page.textContent('#status')).toContain('1 unreadable lines skipped');
+    const r = await page.evaluate(() => ({
+      charts: [...document.querySelectorAll<HTMLElement>('#charts .chart')].map((c) => ({ id: c.dataset.chart, canvas: !!c.querySelector('canvas'), series: c.dataset.series })),
+      table: document.querySelector('#before-after table')?.textContent ?? '',
+      episodes: Number(document.querySelector<HTMLElement>('#trajectories')!.dataset.episodes),
+      violations: document.querySelectorAll('#trajectories .turn.violation').length,
+      pwned: (window as unknown as { __pwned?: number }).__pwned ?? null,
+    }));
+    expect(r.charts.map((c) => c.id)).toContain('reward');
+    expect(r.charts.length).toBe(ROLE_METRICS.length + 3);
+    for (const c of r.charts) expect(c.canvas).toBe(true);
+    expect(r.charts.find((c) => c.id === 'entropy')!.series).toBe('generator, aggregator');
+    expect(r.table).toContain('0.250');
+    expect(r.table).toContain('0.875');
+    expect(r.episodes).toBeGreaterThan(0);
+    expect(r.violations).toBeGreaterThan(0);
+    expect(r.pwned).toBeNull();
+    // Role filter: only aggregator turns stay visible.
+    await page.selectOption('#traj-role', 'aggregator');
+    const visible = await page.evaluate(() => [...document.querySelectorAll<HTMLElement>('#trajectories .turn[data-role]')].filter((t) => !t.classList.contains('hide-role')).map((t) => t.dataset.role));
+    expect(visible.length).toBeGreaterThan(0);
+    expect(new Set(visible)).toEqual(new Set(['aggregator']));
+    await page.selectOption('#traj-role', '');
+    await page.screenshot({ path: join(OUT, 'imported.png'), fullPage: true });
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-report')]);
+    const report = readFileSync((await dl.path())!, 'utf8');
+    expect(report).toContain('data-chart="format-violation-rate"');
+    expect(browser!.errors.slice(before)).toEqual([]);
+  });
+
+  it('trains a short demo run in its worker, live, and exports loadable adapters', async () => {
+    const page = browser!.page;
+    const before = browser!.errors.length;
+    await openApp();
+    let modelJson: Record<string, unknown>;
+    if (existsSync(join(DEMO, 'config.json'))) {
+      modelJson = JSON.parse(readFileSync(join(DEMO, 'config.json'), 'utf8'));
+    } else {
+      const dir = join(OUT, 'tiny-model');
+      modelJson = tinyModel(dir);
+      await page.setInputFiles('#model-dir', dir);
+      await page.waitForFunction(() => document.querySelector('#model-files-label')!.textContent!.includes('2 files'));
+    }
+    const set = async (id: string, v: string) => page.fill(`#${id}`, v);
+    await page.selectOption('#task', 'demo');
+    await page.selectOption('#workflow', 'voting');
+    await page.selectOption('#policy', 'isolated');
+    await set('steps', '2');
+    await set('batch-tasks', '1');
+    await set('group-size', '2');
+    await set('max-new-tokens', '8');
+    await set('validation-every', '2');
+    await set('validation-tasks', '2');
+    await set('lora-rank', '4');
+    await set('lora-alpha', '8');
+    await page.click('#start');
+    await page.waitForSelector('body[data-state="running"]', { timeout: 300_000 });
+    await page.waitForSelector('body[data-steps="1"]', { timeout: 600_000 });
+    await page.waitForSelector('#trajectories .episode');
+    const mid = await page.evaluate(() => ({
+      points: Number(document.querySelector<HTMLElement>('#charts .chart[data-chart="reward"]')!.dataset.points),
+      canvas: !!document.querySelector('#charts .chart[data-chart="reward"] canvas'),
+      series: document.querySelector<HTMLElement>('#charts .chart[data-chart="reward"]')!.dataset.series,
+      timing: document.querySelector('#step-timing')!.textContent,
+      turns: document.querySelectorAll('#trajectories .turn[data-role]').length,
+    }));
+    expect(mid.points).toBe(1);
+    expect(mid.canvas).toBe(true);
+    expect(mid.series).toBe('generator, aggregator');
+    expect(mid.timing).toContain('step 1 of 2');
+    expect(mid.turns).toBeGreaterThan(0);
+    await page.screenshot({ path: join(OUT, 'training.png'), fullPage: true });
+    await page.waitForSelector('body[data-state="done"]', { timeout: 600_000 });
+    expect(await page.getAttribute('#charts .chart[data-chart="reward"]', 'data-points')).toBe('2');
+    expect(await page.getAttribute('#charts .chart[data-chart="validation-accuracy"]', 'data-points')).toBe('2');
+    await page.screenshot({ path: join(OUT, 'trained.png'), fullPage: true });
+
+    const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 300_000 }), page.click('#export-adapters')]);
+    const zipPath = join(OUT, 'adapters.zip');
+    await dl.saveAs(zipPath);
+    const files = unzipStore(new Uint8Array(readFileSync(zipPath)));
+    const names = [...new Set([...files.keys()].filter((k) => k.includes('/')).map((k) => k.slice(0, k.indexOf('/'))))].sort();
+    expect(names).toEqual(['aggregator', 'generator']);
+    const gpu = await Gpu.create();
+    try {
+      const config = parseQwen3Config(modelJson);
+      for (const name of names) {
+        const src = new MemorySource({
+          'adapter_config.json': files.get(`${name}/adapter_config.json`)!,
+          'adapter_model.safetensors': files.get(`${name}/adapter_model.safetensors`)!,
+        }, `zip ${name}`);
+        const loaded = await loadPeft(gpu, src, config, name);
+        expect(loaded.lora.rank).toBe(4);
+        expect(loaded.lora.alpha).toBe(8);
+        loaded.adapter.release();
+      }
+    } finally {
+      gpu.destroy();
+    }
+    expect(browser!.errors.slice(before).filter((e) => !expectedErrors(e))).toEqual([]);
+  }, 1_200_000);
+});
