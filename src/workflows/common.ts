@@ -3,7 +3,7 @@
 // format-violation checks on solving roles' outputs.
 import type { ChatMessage } from '../model/tokenizer.ts';
 import type { Task, TaskKind } from '../tasks/types.ts';
-import { extractAnswer } from './parse.ts';
+import { answerRegion, extractAnswer } from './parse.ts';
 import type { FormatViolation, RoleType } from './types.ts';
 
 /** The problem as a role sees it: the task's prompt, plus the starter code of a code task. */
@@ -53,18 +53,23 @@ function isLowSurrogate(c: number): boolean {
   return c >= 0xdc00 && c <= 0xdfff;
 }
 
+/** A candidate as another role sees it: its answer region (after any `</think>`), clipped. */
+export function shownCandidate(text: string, max = CANDIDATE_CAP): string {
+  return clip(answerRegion(text), max);
+}
+
 /** One user message: troupe's prompts are system-less, one user message per turn. */
 export function user(content: string): ChatMessage[] {
   return [{ role: 'user', content }];
 }
 
-/** `--- Solution i ---` blocks (1-based), each candidate clipped, with optional per-block extra lines. */
+/** `--- Solution i ---` blocks (1-based), each candidate shown by shownCandidate, with optional per-block extra lines. */
 export function solutionBlocks(texts: readonly string[], extra?: readonly string[]): string {
   return texts
     .map((t, i) => {
       const head = `--- Solution ${i + 1} ---`;
       const note = extra?.[i] ? `\n${extra[i]}` : '';
-      return `${head}${note}\n${clip(t)}`;
+      return `${head}${note}\n${shownCandidate(t)}`;
     })
     .join('\n\n');
 }

@@ -3,7 +3,7 @@
 // the first Correct. The last generator output is graded. Group keys as the study: every generator turn
 // is slot 'generator' turn 0 (one group), every evaluator turn slot 'evaluator' turn 0.
 import type { Task } from '../tasks/types.ts';
-import { ANSWER_FORMAT, clip, FEEDBACK_CAP, noAnswerViolation, problemText, SOLVE, user } from './common.ts';
+import { ANSWER_FORMAT, FEEDBACK_CAP, noAnswerViolation, problemText, shownCandidate, SOLVE, user } from './common.ts';
 import { evaluatorViolations, parseVerdict } from './parse.ts';
 import type { Agent, EpisodeOutcome, FormatViolation, RoleAnswer, Workflow } from './types.ts';
 
@@ -47,13 +47,13 @@ async function run(task: Task, agent: Agent): Promise<EpisodeOutcome> {
 
   let solution = await generate(P.generator({ problem }));
   for (let round = 0; round < MAX_EVALUATIONS; round++) {
-    const shown = clip(solution);
+    const shown = shownCandidate(solution);
     const e = await agent.turn({ role: 'evaluator', slot: 'evaluator', turn: 0, messages: user(P.evaluator({ problem, solution: shown })) });
     const verdict = parseVerdict(e.text);
     verdicts.push({ slot: 'evaluator', turn: 0, answer: answers.length - 1, verdict });
     for (const k of evaluatorViolations(e.text)) violations.push({ role: 'evaluator', slot: 'evaluator', turn: 0, occurrence: round, kind: k });
     if (verdict === 'correct' || round === MAX_EVALUATIONS - 1) break;
-    solution = await generate(P.refine({ problem, solution: shown, feedback: clip(e.text, FEEDBACK_CAP) }));
+    solution = await generate(P.refine({ problem, solution: shown, feedback: shownCandidate(e.text, FEEDBACK_CAP) }));
   }
   return { final: solution, finalRole: 'generator', answers, verdicts, violations };
 }

@@ -244,6 +244,20 @@ describe('voting', () => {
     expect(out.final.length).toBe(500_000 + boxed(1).length);
   });
 
+  it('shows other roles only what follows </think>', async () => {
+    const agent = new ScriptedAgent({ ...gens, generator0: ['<think>secret musing</think>' + boxed(161)], aggregator: ['\\boxed{1}'] });
+    const out = await workflowByName('voting').run(MATH, agent);
+    expect(agent.content(3)).not.toContain('secret musing');
+    expect(agent.content(3)).toContain(boxed(161));
+    expect(out.final).toBe('<think>secret musing</think>' + boxed(161));
+    const eo = new ScriptedAgent({ generator: ['<think>secret musing</think>' + boxed(1), boxed(2)], evaluator: ['<think>hidden critique</think>\\boxed{Incorrect} no', '\\boxed{Correct}'] });
+    await workflowByName('eval-opt').run(MATH, eo);
+    expect(eo.content(1)).not.toContain('secret musing');
+    expect(eo.content(2)).not.toContain('secret musing');
+    expect(eo.content(2)).not.toContain('hidden critique');
+    expect(eo.content(2)).toContain('\\boxed{Incorrect} no');
+  });
+
   it('code: final = the chosen program', async () => {
     const agent = new ScriptedAgent({
       generator0: [code('def clamp_list(nums):\n    return nums')],
