@@ -5,6 +5,8 @@
 // trainable modules, unknown targets) with an error naming the file and the field.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
+import { assertFinite } from '../kernels/nonfinite.ts';
+import { atomicWriteFile } from '../util/atomic-write.ts';
 import { LINEAR_MODULES, type LinearModule } from './adapter.ts';
 import type { Qwen3Config } from './config.ts';
 import { checkLoraConfig, linearShapes, LoraAdapter, type LoraConfig, peftKey } from './lora.ts';
@@ -83,12 +85,18 @@ export async function savePeft(gpu: Gpu, adapter: LoraAdapter, opts: SaveOptions
   };
 }
 
-/** Writes a saved adapter into a directory (Node and Deno; created if missing). */
+/**
+ * Writes a saved adapter into a directory (Node and Deno; created if missing). Each file is written
+ * atomically (temp file, fsync, rename), the weights before adapter_config.json, so an interrupted save
+ * never leaves a directory that loads: the config (what loadPeft looks for first) comes last.
+ */
 export async function writePeftDir(dir: string, files: PeftFiles): Promise<void> {
   const spec = 'node:fs/promises'; // not resolved by browser bundlers
   const fs = (await import(/* @vite-ignore */ spec)) as typeof import('node:fs/promises');
   await fs.mkdir(dir, { recursive: true });
-  for (const [name, bytes] of Object.entries(files)) await fs.writeFile(`${dir.replace(/\/$/, '')}/${name}`, bytes);
+  const base = dir.replace(/\/$/, '');
+  const names = Object.keys(files).sort((a, b) => Number(a === PEFT_CONFIG_FILE) - Number(b === PEFT_CONFIG_FILE));
+  for (const name of names) await atomicWriteFile(`${base}/${name}`, (files as unknown as Record<string, Uint8Array>)[name]!);
 }
 
 export interface ParsedPeftConfig {
@@ -230,6 +238,7 @@ export async function loadPeft(gpu: Gpu, source: FileSource, model: Qwen3Config,
     for (const [key, shape] of expected) {
       loaded.set(key, gpu.upload(await st.readF32(key), shape, 'f32', `${name}.${key}`));
     }
+    await assertFinite(gpu, wfile, [...loaded].map(([key, tensor]) => ({ name: key, tensor })));
   } catch (e) {
     for (const t of loaded.values()) t.release();
     if (e instanceof SafetensorsError) throw new PeftError(`${wfile}: ${e.message}`);

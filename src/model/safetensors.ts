@@ -260,7 +260,13 @@ export interface TensorData {
   data: ArrayLike<number> | Uint8Array;
 }
 
-function encode(t: TensorData): Uint8Array {
+export interface WriteSafetensorsOptions {
+  /** Write NaN/Inf float values (default false: a non-finite value is an error naming the tensor, so a
+   *  diverged gradient or weight never reaches a file that looks valid). */
+  allowNonFinite?: boolean;
+}
+
+function encode(t: TensorData, allowNonFinite: boolean): Uint8Array {
   const n = numel(t.shape);
   const bytes = n * ST_BYTES[t.dtype];
   if (t.data instanceof Uint8Array && t.dtype !== 'U8') {
@@ -268,6 +274,19 @@ function encode(t: TensorData): Uint8Array {
     return t.data;
   }
   if (t.data.length !== n) throw new SafetensorsError(`writeSafetensors: tensor ${t.name}: ${t.data.length} values for shape [${t.shape}] (${n})`);
+  if (!allowNonFinite && (t.dtype === 'F32' || t.dtype === 'F16' || t.dtype === 'BF16')) {
+    let count = 0;
+    let first = -1;
+    for (let i = 0; i < n; i++) {
+      if (!Number.isFinite(t.data[i]!)) {
+        count++;
+        if (first < 0) first = i;
+      }
+    }
+    if (count > 0) {
+      throw new SafetensorsError(`writeSafetensors: tensor ${t.name} [${t.shape}]: ${count} of ${n} values are NaN or Inf (first at flat index ${first}: ${t.data[first]}); refusing to write them`);
+    }
+  }
   const out = new Uint8Array(bytes);
   const dv = new DataView(out.buffer);
   const d = t.data;
@@ -286,14 +305,14 @@ function encode(t: TensorData): Uint8Array {
 }
 
 /** A safetensors file (tensors in the given order, header padded with spaces to 8 bytes, as the Rust writer does). */
-export function writeSafetensors(tensors: readonly TensorData[], metadata?: Record<string, string>): Uint8Array {
+export function writeSafetensors(tensors: readonly TensorData[], metadata?: Record<string, string>, opts: WriteSafetensorsOptions = {}): Uint8Array {
   const header: Record<string, unknown> = {};
   if (metadata) header.__metadata__ = metadata;
   const blobs: Uint8Array[] = [];
   let offset = 0;
   for (const t of tensors) {
     if (t.name in header) throw new SafetensorsError(`writeSafetensors: duplicate tensor ${t.name}`);
-    const b = encode(t);
+    const b = encode(t, opts.allowNonFinite ?? false);
     header[t.name] = { dtype: t.dtype, shape: [...t.shape], data_offsets: [offset, offset + b.length] };
     blobs.push(b);
     offset += b.length;

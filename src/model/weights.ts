@@ -1,6 +1,7 @@
 // Qwen3 weights onto the GPU, streamed: each tensor is read and written chunk by chunk (converted
 // bf16/f16/f32 -> target on the GPU), so the model is never held whole in CPU memory. Names and shapes are checked
 // against the config, and sizes against the device's limits, before anything is allocated.
+import { assertFinite } from '../kernels/nonfinite.ts';
 import { BYTES } from '../gpu/dtype.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import { GpuLimitError } from '../gpu/errors.ts';
@@ -41,6 +42,8 @@ export interface LoadOptions {
   dtype?: WeightDType;
   /** After each chunk: source bytes done, source bytes in all, the tensor being loaded. */
   onProgress?: (done: number, total: number, tensor: string) => void;
+  /** Count NaN/Inf in every loaded weight on the GPU and refuse the checkpoint, naming the tensor (default true). */
+  checkFinite?: boolean;
   /** Source bytes converted at a time (default 8 MiB). */
   chunkBytes?: number;
 }
@@ -259,6 +262,8 @@ export async function loadQwen3(gpu: Gpu, source: FileSource, opts: LoadOptions 
       }
     }
     await gpu.sync();
+    // One GPU pass over every weight as stored (f16 storage included: a bf16 value past 65504 becomes Inf).
+    if (opts.checkFinite !== false) await assertFinite(gpu, `checkpoint ${source.name}`, specs.map((s) => ({ name: s.name, tensor: byName.get(s.name)! })));
   } catch (e) {
     releaseQwen3Weights(weights);
     throw e;

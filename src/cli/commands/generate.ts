@@ -9,7 +9,36 @@ import { TokenizerError } from '../../model/tokenizer.ts';
 import { RolloutEngine } from '../../rollout/engine.ts';
 import { numberOption, parse } from '../args.ts';
 import { UsageError, type Command } from '../command.ts';
-import { MODEL_OPTIONS, MODEL_USAGE, openModel, parseIds } from '../model-args.ts';
+import { checkIds, MODEL_OPTIONS, MODEL_USAGE, openModel, parseIds } from '../model-args.ts';
+import { Progress } from '../progress.ts';
+
+/** Pages of the engine's KV cache (its default page size). */
+const PAGE_SIZE = 16;
+/** The engine's default cap on sequences decoding at once: KV beyond that many is never used at once. */
+const MAX_BATCH_SEQS = 256;
+
+export class GenerateSizeError extends Error {
+  override name = 'GenerateSizeError';
+}
+
+/**
+ * The KV budget for `n` sequences of `tokens` tokens each: enough pages for as many of them at once as
+ * the engine batches (and one layer's K buffer allows); the rest queue. Throws, with the numbers, when
+ * not even one sequence fits in a buffer the GPU can bind.
+ */
+export function generateKvBudget(o: { n: number; tokens: number; layers: number; nKv: number; headDim: number; bytesPerElem: number; maxBindBytes: number }): { bytes: number; concurrent: number; pagesPerSeq: number } {
+  const pagesPerSeq = Math.ceil(o.tokens / PAGE_SIZE) + 1;
+  const pageBytesPerBuffer = PAGE_SIZE * o.nKv * o.headDim * o.bytesPerElem;
+  const maxPages = Math.floor(o.maxBindBytes / pageBytesPerBuffer);
+  if (pagesPerSeq > maxPages) {
+    throw new GenerateSizeError(
+      `troupe generate: one sequence of ${o.tokens} tokens needs ${pagesPerSeq} KV pages (${pagesPerSeq * pageBytesPerBuffer} bytes per layer's K buffer), ` +
+        `but a buffer the GPU can bind (maxStorageBufferBindingSize ${o.maxBindBytes}) holds ${maxPages} pages: use a shorter prompt or fewer --max-new-tokens`,
+    );
+  }
+  const concurrent = Math.min(o.n, MAX_BATCH_SEQS, Math.floor(maxPages / pagesPerSeq));
+  return { bytes: concurrent * pagesPerSeq * pageBytesPerBuffer * 2 * o.layers, concurrent, pagesPerSeq };
+}
 
 export const command: Command = {
   name: 'generate',
@@ -68,7 +97,10 @@ export const command: Command = {
     try {
       const { model, tokenizer } = await openModel(gpu, 'generate', v);
       let prompt: number[];
-      if (promptIds) prompt = promptIds;
+      if (promptIds) {
+        checkIds('generate', promptIds, model.config.vocabSize);
+        prompt = promptIds;
+      }
       else if (v.chat) prompt = tokenizer.encodeChat([{ role: 'user', content: v.prompt! }]);
       else prompt = tokenizer.encode(v.prompt!);
       const outside = promptIds ? undefined : prompt.find((id) => id >= model.config.vocabSize);
@@ -77,12 +109,47 @@ export const command: Command = {
       }
       const adapters = new AdapterSet();
       if (v.adapter !== undefined) adapters.add((await loadPeft(gpu, new DirectorySource(v.adapter), model.config, 'adapter')).adapter);
-      const pages = Math.ceil((prompt.length + maxNewTokens) / 16) + 1;
-      const kvBytes = n * pages * 16 * 2 * model.config.numLayers * model.config.numKvHeads * model.config.headDim * 4;
-      const engine = new RolloutEngine(model, tokenizer, { adapters, kvBudgetBytes: kvBytes });
+      const c = model.config;
+      if (prompt.length + maxNewTokens > c.maxPositionEmbeddings) {
+        throw new GenerateSizeError(`troupe generate: ${prompt.length} prompt + ${maxNewTokens} new tokens exceed the model's max_position_embeddings ${c.maxPositionEmbeddings}`);
+      }
+      const kv = generateKvBudget({
+        n,
+        tokens: prompt.length + maxNewTokens,
+        layers: c.numLayers,
+        nKv: c.numKvHeads,
+        headDim: c.headDim,
+        bytesPerElem: gpu.f16 ? 2 : 4,
+        maxBindBytes: gpu.limits.maxStorageBufferBindingSize,
+      });
+      const engine = new RolloutEngine(model, tokenizer, { adapters, kvBudgetBytes: kv.bytes, pageSize: PAGE_SIZE, maxBatchSeqs: MAX_BATCH_SEQS });
       engine.setRole('user', v.adapter === undefined ? null : 'adapter');
       const opts = { maxNewTokens, temperature: greedy ? 0 : temperature, topP, seed, ignoreEos: v['ignore-eos'] ?? false };
-      const results = await Promise.all(Array.from({ length: n }, (_, k) => engine.generate('user', prompt, { ...opts, stream: k })));
+      // Progress in generated tokens (sequences that stop early end it before its total).
+      const progress = new Progress({ label: 'generate', total: n * maxNewTokens });
+      let finished = 0;
+      let shown = 0;
+      const show = () => {
+        const t = engine.stats.tokens;
+        if (t > shown) progress.tick(t - shown, `${finished}/${n} sequences`);
+        shown = t;
+      };
+      const poll = setInterval(show, 250);
+      let results;
+      try {
+        results = await Promise.all(
+          Array.from({ length: n }, (_, k) =>
+            engine.generate('user', prompt, { ...opts, stream: k }).then((r) => {
+              finished++;
+              return r;
+            }),
+          ),
+        );
+      } finally {
+        clearInterval(poll);
+      }
+      show();
+      progress.done(`${finished}/${n} sequences`);
       await engine.close();
       const out = results.map((r) => ({ ids: r.ids, text: r.text }));
       if (v.json) console.log(JSON.stringify(n === 1 ? out[0] : out));
