@@ -1,9 +1,8 @@
 // Multi-LoRA benchmark: one linear's LoRA delta over a batch whose rows interleave 3 rank-64 adapters
 // and the base model (one row in four each), Qwen3-0.6B module shapes, at decode (T = 16, 256) and
 // prefill (T = 2048) sizes. Methods:
-//   bank    the lora_rows kernel over a LoraBank (what the rollout engine runs): rows in any order
-//   routed  RoutedAdapter over the rows sorted by adapter (the engine before the bank): per adapter,
-//           copy its rows out, two matmuls, copy back
+//   bank    the lora_rows kernel over the set's LoraBank (AdapterSet.rows: what the rollout engine and
+//           the trainer run): rows in any order
 //   single  one adapter over every row (two matmuls, no routing): the same-adapter floor
 // Values are GB/s of nominal traffic (x read, y read + written, each used adapter's A and B read once),
 // the same work for every method, so value ratios are speed ratios. Timing as bench/kernels.ts: one
@@ -13,8 +12,7 @@
 //   troupe bench lora --json          python3 bench/torch/bench_lora.py --out torch-lora.json
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { LinearModule } from '../src/model/adapter.ts';
-import { LoraBank } from '../src/model/lora-bank.ts';
-import { AdapterSet, linearShapes, LoraAdapter, type RowSegment } from '../src/model/lora.ts';
+import { AdapterSet, linearShapes, LoraAdapter } from '../src/model/lora.ts';
 import { qwen3Preset } from '../src/model/presets.ts';
 import { benchRow, type BenchRow } from './results.ts';
 import { medianSecondsPerCall } from './timing.ts';
@@ -50,22 +48,13 @@ export async function benchLoraRows(gpu: Gpu, opts: { quick: boolean; filter?: s
   const model = { ...config, numLayers: 1 };
   const set = new AdapterSet();
   ADAPTERS.forEach((name, i) => set.add(LoraAdapter.create(gpu, name, model, { rank, alpha: 2 * rank, targets: modules }, { seed: i + 1, randomB: 0.01 })));
-  const bank = new LoraBank(gpu, set, model);
   const shapes = linearShapes(model);
   const rows: BenchRow[] = [];
   try {
     for (const T of opts.quick ? [5] : [16, 256, 2048]) {
       const perRow = Array.from({ length: T }, (_, t) => adapterOfRow(t));
-      const sorted = [...perRow].sort((a, b) => (a ?? '~').localeCompare(b ?? '~'));
-      const segments: RowSegment[] = [];
-      sorted.forEach((a, t) => {
-        const last = segments[segments.length - 1];
-        if (last && last.adapter === a) last.end = t + 1;
-        else segments.push({ adapter: a, start: t, end: t + 1 });
-      });
-      const routed = set.routed(segments.filter((s) => s.adapter !== null));
       const used = new Set(perRow.filter((a) => a !== null)).size;
-      const bankRows = bank.forRows(perRow);
+      const bankRows = set.rows(perRow);
       for (const m of modules) {
         const s = shapes[m];
         const x = gpu.upload(values(T * s.in, 1), [T, s.in], 'f32', 'bench.x');
@@ -73,7 +62,6 @@ export async function benchLoraRows(gpu: Gpu, opts: { quick: boolean; filter?: s
         const bytes = (T * s.in + 2 * T * s.out + used * rank * (s.in + s.out)) * 4;
         const methods: [string, () => void][] = [
           ['bank', () => bankRows.apply(gpu, 0, m, x, y)],
-          ['routed', () => routed.apply(gpu, 0, m, x, y)],
           ['single', () => set.get(ADAPTERS[0]!).apply(gpu, 0, m, x, y)],
         ];
         for (const [method, run] of methods) {
@@ -87,7 +75,6 @@ export async function benchLoraRows(gpu: Gpu, opts: { quick: boolean; filter?: s
       bankRows.release();
     }
   } finally {
-    bank.release();
     set.release();
     gpu.pool.trim();
   }

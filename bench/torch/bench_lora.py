@@ -4,7 +4,7 @@ module shapes, T = 16, 256, 2048, fp32 with TF32 off. Same names, nominal work (
 written, each used adapter's A and B read once) and timing (one warm-up round, then the median of 5
 repeats of 10 launches, wall clock around synchronize) as troupe, so value ratios are speed ratios.
 
-lora_bank_* and lora_routed_* both time PEFT's mixed-batch forward (LoraLayer._mixed_batch_forward:
+lora_bank_* times PEFT's mixed-batch forward (LoraLayer._mixed_batch_forward:
 per adapter, gather its rows, lora_B(lora_A(x)) * scaling, add back), the PyTorch way to give rows
 different adapters; lora_single_* is one adapter over every row (two matmuls).
 
@@ -65,7 +65,7 @@ def cases():
                 y.addmm_(x @ A[0].t(), B[0].t(), alpha=scaling)
 
             work = (T * n_in + 2 * T * n_out + used * RANK * (n_in + n_out)) * 4
-            for method, fn in [("bank", mixed), ("routed", mixed), ("single", single)]:
+            for method, fn in [("bank", mixed), ("single", single)]:
                 yield f"lora_{method}_3x_r{RANK}_{m}_T{T}", fn, work
 
 

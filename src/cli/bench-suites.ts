@@ -30,7 +30,7 @@ export const BENCH_SUITES: BenchSuite[] = [
   { name: 'attention', summary: 'prefill, backward, paged decode/prefill, kv write in GFLOP/s or GB/s (bench/attention.ts)', run: (gpu, o) => benchAttention(gpu, { quick: o.quick, filter: o.filter }) },
   { name: 'kernels', summary: 'matmul, softmax, elementwise … in GFLOP/s or GB/s (bench/kernels.ts)', run: (gpu, o) => benchKernels(gpu, { quick: o.quick, filter: o.filter }) },
   { name: 'load', summary: 'random Qwen3 weights and bf16 checkpoint loading onto the GPU in GB/s (bench/load.ts)', run: (gpu, o) => benchLoad(gpu, { quick: o.quick, filter: o.filter }) },
-  { name: 'lora', summary: 'per-row multi-LoRA (3 adapters + base interleaved): lora_rows bank vs routed vs one adapter, GB/s (bench/lora-rows.ts)', run: (gpu, o) => benchLoraRows(gpu, { quick: o.quick, filter: o.filter }) },
+  { name: 'lora', summary: 'per-row multi-LoRA (3 adapters + base interleaved): lora_rows bank vs one adapter, GB/s (bench/lora-rows.ts)', run: (gpu, o) => benchLoraRows(gpu, { quick: o.quick, filter: o.filter }) },
   {
     name: 'model',
     summary: 'Qwen3 prefill and decode tokens/s with random weights (bench/inference.ts)',

@@ -12,3 +12,7 @@ export interface LinearAdapter {
   /** y[T, out] += delta(x[T, in]) for this layer and module; no-op when the module has no adapter. */
   apply(gpu: Gpu, layer: number, module: LinearModule, x: Tensor, y: Tensor): void;
 }
+
+export class LoraError extends Error {
+  override name = 'LoraError';
+}

@@ -4,7 +4,7 @@
 // (and entropy) come from the fused log-softmax over the full vocabulary in row chunks, twice: once
 // to get logp for the loss, once more to turn d loss / d logp into d hidden — so no [T, vocab]
 // gradient for the whole batch is ever held.
-// Gradients go to a TrainableLinearAdapter (LoRA, or routed per-role adapters) and, in
+// Gradients go to a TrainableLinearAdapter (one LoRA adapter, or per-row adapters: AdapterSet.rows) and, in
 // full-parameter mode, to one f32 gradient per base weight (accumulated: call repeatedly for
 // micro-batches, then step the optimizer).
 import type { Gpu } from '../gpu/gpu.ts';

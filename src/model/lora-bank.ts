@@ -1,18 +1,24 @@
 // Every adapter of an AdapterSet side by side on the GPU, so one forward can give each row its own
 // adapter (or none) through the lora_rows kernel: no sorting rows by adapter, no row copies. Per
 // (layer, module) a bank A [n, r, in] and B [n, out, r] (r: the largest rank) is filled by GPU copies of
-// each adapter's A and B, re-copied by sync(name) after an adapter's weights change (optimizer step).
-// Inference only: training runs through the adapters themselves (RoutedAdapter has the backward).
+// each adapter's A and B. The bank remembers the version of each adapter it copied and re-copies any
+// adapter whose version moved (an optimizer step, markUpdated) before every forward, so it never serves
+// stale weights. forRows is the per-row path of both the rollout engine and the trainer (AdapterSet.rows):
+// its backward gathers each adapter's rows (x, dy), runs that adapter's LoRA backward on them (matmuls,
+// gradients into its own dA/dB) and scatter-adds its d x rows back: deterministic, no float atomics.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
+import { embedding, embeddingBackward } from '../kernels/embedding.ts';
 import { loraRows, type LoraRowsBank, NO_ADAPTER } from '../kernels/lora-rows.ts';
-import { LINEAR_MODULES, type LinearAdapter, type LinearModule } from './adapter.ts';
-import type { Qwen3Config } from './config.ts';
-import { type AdapterSet, type LinearShape, type LoraAdapter, LoraError, linearShapes } from './lora.ts';
+import { LINEAR_MODULES, type LinearModule, LoraError } from './adapter.ts';
+import type { AdapterSet, LinearShape, LoraAdapter, RowsTrainableAdapter } from './lora.ts';
 
-/** One forward's per-row adapters over a bank; release() after the forward is recorded. */
-export interface RowsAdapter extends LinearAdapter {
-  release(): void;
+/** One adapter's rows of a batch, for the backward's gather / scatter. */
+interface RowGroup {
+  slot: number;
+  rows: Uint32Array;
+  /** Uploaded on first backward. */
+  index: Tensor | null;
 }
 
 export class LoraBank {
@@ -22,28 +28,32 @@ export class LoraBank {
   readonly rank: number;
   private readonly adapters: LoraAdapter[];
   private readonly shapes: Record<LinearModule, LinearShape>;
+  private readonly numLayers: number;
   private readonly scale: Tensor;
   /** u32 [n] per module: each adapter's rank there, 0 where it does not target the module. */
   private readonly ranks = new Map<LinearModule, Tensor>();
   private readonly banks = new Map<string, { A: Tensor; B: Tensor }>();
+  /** The version of each slot's adapter that the bank holds. */
+  private readonly copied: number[];
   private released = false;
 
   constructor(
     readonly gpu: Gpu,
     set: AdapterSet,
-    model: Qwen3Config,
   ) {
     this.names = set.names;
     if (!this.names.length) throw new LoraError('LoRA bank: the adapter set is empty');
     this.adapters = this.names.map((n) => set.get(n));
     this.rank = Math.max(...this.adapters.map((a) => a.config.rank));
-    this.shapes = linearShapes(model);
+    const first = this.adapters[0]!;
+    this.shapes = first.shapes;
+    this.numLayers = first.numLayers;
     for (const a of this.adapters) {
-      if (a.numLayers !== model.numLayers) throw new LoraError(`LoRA bank: adapter ${a.name} has ${a.numLayers} layers, the model ${model.numLayers}`);
-      for (const m of a.config.targets) {
+      if (a.numLayers !== this.numLayers) throw new LoraError(`LoRA bank: adapter ${a.name} has ${a.numLayers} layers, adapter ${first.name} ${this.numLayers}`);
+      for (const m of LINEAR_MODULES) {
         const s = a.shapes[m];
         const want = this.shapes[m];
-        if (s.in !== want.in || s.out !== want.out) throw new LoraError(`LoRA bank: adapter ${a.name} ${m} is [${s.out}, ${s.in}], the model's is [${want.out}, ${want.in}]`);
+        if (s.in !== want.in || s.out !== want.out) throw new LoraError(`LoRA bank: adapter ${a.name} ${m} is [${s.out}, ${s.in}], adapter ${first.name}'s is [${want.out}, ${want.in}]`);
       }
     }
     const n = this.names.length;
@@ -59,14 +69,15 @@ export class LoraBank {
           throw new LoraError(`LoRA bank: ${m} ${what} of ${n} adapters at rank ${r} is ${bytes} bytes, over maxStorageBufferBindingSize ${maxBind}: use fewer adapters at once`);
         }
       }
-      for (let l = 0; l < model.numLayers; l++) {
+      for (let l = 0; l < this.numLayers; l++) {
         this.banks.set(`${l}.${m}`, {
           A: gpu.tensor([n, r, s.in], 'f32', `lora_bank.${l}.${m}.A`),
           B: gpu.tensor([n, s.out, r], 'f32', `lora_bank.${l}.${m}.B`),
         });
       }
     }
-    this.names.forEach((_, i) => this.copyIn(i));
+    this.copied = this.adapters.map(() => -1);
+    this.refresh();
   }
 
   private rankRow(m: LinearModule): Uint32Array {
@@ -76,7 +87,7 @@ export class LoraBank {
   /** Whether the bank holds exactly the set's adapters (same names, same objects, same order). */
   matches(set: AdapterSet): boolean {
     const names = set.names;
-    return names.length === this.names.length && names.every((n, i) => n === this.names[i] && set.get(n) === this.adapters[i]);
+    return !this.released && names.length === this.names.length && names.every((n, i) => n === this.names[i] && set.get(n) === this.adapters[i]);
   }
 
   private slot(name: string): number {
@@ -99,19 +110,29 @@ export class LoraBank {
       this.gpu.copy(pair.A, bank.A, a.config.rank * s.in * 4, 0, slot * r * s.in * 4);
       this.gpu.copy(pair.B, bank.B, s.out * a.config.rank * 4, 0, slot * s.out * r * 4);
     }
+    this.copied[slot] = a.version;
   }
 
-  /** Re-copies one adapter after its weights changed (e.g. an optimizer step). */
+  /** Re-copies every adapter whose version differs from the one the bank holds. */
+  refresh(): void {
+    this.live();
+    this.adapters.forEach((a, i) => {
+      if (a.version !== this.copied[i]) this.copyIn(i);
+    });
+  }
+
+  /** Re-copies one adapter whatever its version (weights written without markUpdated). */
   sync(name: string): void {
     this.live();
     this.copyIn(this.slot(name));
   }
 
-  /** A LinearAdapter for one forward whose row t uses adapter adapterPerRow[t] (null: the base model).
-   * Uploads the row indices once; release() it once the forward is recorded. */
-  forRows(adapterPerRow: readonly (string | null)[]): RowsAdapter {
+  /** The per-row adapter of one packed batch: row t uses adapterPerRow[t] (null: the base model). Uploads
+   * the row indices once; release() it once the forward (and backward) is recorded. */
+  forRows(adapterPerRow: readonly (string | null)[]): RowsTrainableAdapter {
     this.live();
-    if (!adapterPerRow.length) throw new LoraError('LoRA bank: forRows needs at least one row');
+    const T = adapterPerRow.length;
+    if (!T) throw new LoraError('LoRA bank: forRows needs at least one row');
     const slots = new Map<string, number>();
     const index = Uint32Array.from(adapterPerRow, (name) => {
       if (name === null) return NO_ADAPTER;
@@ -119,16 +140,57 @@ export class LoraBank {
       if (i === undefined) slots.set(name, (i = this.slot(name)));
       return i;
     });
-    const rows = this.gpu.upload(index, [index.length], 'u32', 'lora_bank.rows');
+    const groups: RowGroup[] = [...slots.values()].map((slot) => ({ slot, rows: Uint32Array.from(index.keys()).filter((t) => index[t] === slot), index: null }));
+    const rows = this.gpu.upload(index, [T], 'u32', 'lora_bank.rows');
+    const checkRows = (what: string, module: LinearModule, t: Tensor) => {
+      if (t.shape[0] !== T) throw new LoraError(`LoRA rows ${module}: ${what} ${t.label} has ${t.shape[0]} rows, the batch's adapters name ${T}`);
+    };
+    let released = false;
+    const live = () => {
+      this.live();
+      if (released) throw new LoraError('LoRA rows adapter was released');
+    };
     return {
       apply: (gpu, layer, module, x, y) => {
-        this.live();
+        live();
         const b = this.banks.get(`${layer}.${module}`);
         if (!b) return;
+        checkRows('x', module, x);
+        this.refresh();
         const bank: LoraRowsBank = { A: b.A, B: b.B, scale: this.scale, rank: this.ranks.get(module)! };
         loraRows(gpu, x, y, rows, bank, `lora_rows.${module}`);
       },
-      release: () => rows.release(),
+      backward: (gpu, layer, module, x, dy, dx) => {
+        live();
+        checkRows('x', module, x);
+        checkRows('dy', module, dy);
+        if (dx) checkRows('dx', module, dx);
+        for (const g of groups) {
+          const a = this.adapters[g.slot]!;
+          if (!a.pair(layer, module)) continue;
+          if (g.rows.length === T) {
+            a.backward(gpu, layer, module, x, dy, dx);
+            continue;
+          }
+          g.index ??= gpu.upload(g.rows, [g.rows.length], 'u32', `lora_rows.${a.name}.rows`);
+          const xs = embedding(gpu, x, g.index);
+          const dys = embedding(gpu, dy, g.index);
+          const dxs = dx ? gpu.tensor([g.rows.length, x.shape[1]!], 'f32', `lora_rows.${module}.dx`) : null;
+          a.backward(gpu, layer, module, xs, dys, dxs, false);
+          if (dxs) {
+            embeddingBackward(gpu, dxs, g.rows, dx!);
+            dxs.release();
+          }
+          xs.release();
+          dys.release();
+        }
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        rows.release();
+        for (const g of groups) g.index?.release();
+      },
     };
   }
 

@@ -1,14 +1,18 @@
 // LoRA adapters on the GPU: per (layer, module) A [r, in] and B [out, r] in f32, y += scale·(x·Aᵀ)·Bᵀ
 // with scale = alpha / r, and the backward into gradient buffers. Several adapters live at once (one per
-// role type under isolated policies) in an AdapterSet; a RoutedAdapter applies a different adapter (or
-// none) to each row range of a packed batch. Trainable parameters are a flat list of {name, param, grad},
-// for LoRA tensors (PEFT names) and, in full-parameter mode, base weights (Hugging Face names).
+// role type under isolated policies) in an AdapterSet; AdapterSet.rows gives each row of a packed batch its
+// own adapter (or none), in any order, through the lora_rows kernel over the set's LoraBank: the rollout
+// engine and the trainer run that same path. Each adapter carries a version, bumped whenever its weights
+// change (markUpdated: the optimizer calls it), so the bank and the prefix cache never serve stale weights.
+// Trainable parameters are a flat list of {name, param, grad}, for LoRA tensors (PEFT names) and, in
+// full-parameter mode, base weights (Hugging Face names).
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectDtype, ShapeError } from '../kernels/check.ts';
 import { matmul } from '../kernels/matmul.ts';
-import { LINEAR_MODULES, type LinearAdapter, type LinearModule } from './adapter.ts';
+import { LINEAR_MODULES, type LinearAdapter, type LinearModule, LoraError } from './adapter.ts';
 import type { Qwen3Config } from './config.ts';
+import { LoraBank } from './lora-bank.ts';
 import { weightTensors, type LayerWeights, type Qwen3Weights } from './weights.ts';
 import { mulberry32 } from '../util/mulberry32.ts';
 
@@ -26,6 +30,8 @@ export interface TrainableParam {
   name: string;
   param: Tensor;
   grad: Tensor;
+  /** Told after an optimizer step changed param (a LoRA adapter: bumps its version). */
+  owner?: { markUpdated(): void };
 }
 
 /** A LinearAdapter whose delta has a backward. */
@@ -35,9 +41,12 @@ export interface TrainableLinearAdapter extends LinearAdapter {
   backward(gpu: Gpu, layer: number, module: LinearModule, x: Tensor, dy: Tensor, dx: Tensor | null): void;
 }
 
-export class LoraError extends Error {
-  override name = 'LoraError';
+/** Per-row adapters over one packed batch (AdapterSet.rows); release() once its forward/backward is recorded. */
+export interface RowsTrainableAdapter extends TrainableLinearAdapter {
+  release(): void;
 }
+
+export { LoraError };
 
 export interface LinearShape {
   in: number;
@@ -96,11 +105,15 @@ export interface LoraPair {
   dB: Tensor | null;
 }
 
+/** Versions come from one clock, so an adapter never shares a version with an earlier one of its name. */
+let versionClock = 0;
+
 /** One LoRA adapter over all layers of a model. */
 export class LoraAdapter implements TrainableLinearAdapter {
   readonly scale: number;
   private readonly pairs = new Map<string, LoraPair>();
   private released = false;
+  private currentVersion = ++versionClock;
 
   constructor(
     readonly gpu: Gpu,
@@ -145,6 +158,17 @@ export class LoraAdapter implements TrainableLinearAdapter {
     return new LoraAdapter(gpu, name, config, model.numLayers, linearShapes(model), undefined, init);
   }
 
+  /** Changes whenever the weights do (markUpdated); a new adapter (created or loaded) starts with a fresh one. */
+  get version(): number {
+    return this.currentVersion;
+  }
+
+  /** Call after A or B changed (the optimizer does): copies of the weights (the LoRA bank) re-sync and
+   * K/V cached under the old version stop matching. */
+  markUpdated(): void {
+    this.currentVersion = ++versionClock;
+  }
+
   /** The A and B of a layer's module, or null when the module is not a target. */
   pair(layer: number, module: LinearModule): LoraPair | null {
     if (this.released) throw new LoraError(`adapter ${this.name} was released`);
@@ -174,8 +198,8 @@ export class LoraAdapter implements TrainableLinearAdapter {
     return this.entries().flatMap(({ layer, module, pair }) => {
       const g = this.grads(pair);
       return [
-        { name: peftKey(layer, module, 'A'), param: pair.A, grad: g.dA },
-        { name: peftKey(layer, module, 'B'), param: pair.B, grad: g.dB },
+        { name: peftKey(layer, module, 'A'), param: pair.A, grad: g.dA, owner: this },
+        { name: peftKey(layer, module, 'B'), param: pair.B, grad: g.dB, owner: this },
       ];
     });
   }
@@ -198,9 +222,9 @@ export class LoraAdapter implements TrainableLinearAdapter {
     h.release();
   }
 
-  /** dB += scale·dyᵀ·(x·Aᵀ); dA += scale·(dy·B)ᵀ·x; dx += scale·(dy·B)·A. x·Aᵀ is recomputed (T·r·in flops,
-   * cheaper than keeping [T, r] per module per layer through the whole forward). */
-  backward(gpu: Gpu, layer: number, module: LinearModule, x: Tensor, dy: Tensor, dx: Tensor | null): void {
+  /** dB += scale·dyᵀ·(x·Aᵀ); dA += scale·(dy·B)ᵀ·x; dx += scale·(dy·B)·A (accumulateDx false: dx =).
+   * x·Aᵀ is recomputed (T·r·in flops, cheaper than keeping [T, r] per module per layer through the forward). */
+  backward(gpu: Gpu, layer: number, module: LinearModule, x: Tensor, dy: Tensor, dx: Tensor | null, accumulateDx = true): void {
     const p = this.pair(layer, module);
     if (!p) return;
     const s = this.shapes[module];
@@ -213,7 +237,7 @@ export class LoraAdapter implements TrainableLinearAdapter {
     h.release();
     const g = matmul(gpu, dy, p.B, { label: `${label}.dyB` });
     matmul(gpu, g, x, { transA: true, alpha: this.scale, accumulate: true, out: dA, label: `${label}.dA` });
-    if (dx) matmul(gpu, g, p.A, { alpha: this.scale, accumulate: true, out: dx, label: `${label}.dx` });
+    if (dx) matmul(gpu, g, p.A, { alpha: this.scale, accumulate: accumulateDx, out: dx, label: `${label}.dx` });
     g.release();
   }
 
@@ -224,13 +248,16 @@ export class LoraAdapter implements TrainableLinearAdapter {
   }
 }
 
-/** Adapters alive on the GPU at once, by name (e.g. one per role type under isolated policies). */
+/** Adapters alive on the GPU at once, by name (e.g. one per role type under isolated policies), and the
+ * LoraBank of them all that per-row batches run through (built on first need, rebuilt after add/delete). */
 export class AdapterSet {
   private readonly adapters = new Map<string, LoraAdapter>();
+  private bank: LoraBank | null = null;
 
   add(adapter: LoraAdapter): LoraAdapter {
     if (this.adapters.has(adapter.name)) throw new LoraError(`adapter set: an adapter named ${adapter.name} exists already`);
     this.adapters.set(adapter.name, adapter);
+    this.dropBank();
     return adapter;
   }
 
@@ -252,74 +279,33 @@ export class AdapterSet {
   delete(name: string): void {
     this.get(name).release();
     this.adapters.delete(name);
+    this.dropBank();
   }
 
-  /** An adapter that applies each row range of a packed batch through its own adapter (null: base model only). */
-  routed(segments: readonly RowSegment[]): RoutedAdapter {
-    return new RoutedAdapter(segments.map((s) => ({ ...s, adapter: s.adapter === null ? null : this.get(s.adapter) })));
+  /** Row t of a packed batch goes through adapter rowAdapters[t] (null: the base model only), rows in any
+   * order. apply is the lora_rows kernel over the set's bank (what the rollout engine runs); backward
+   * accumulates every touched adapter's dA/dB and adds into dx. Stale adapters (a newer version than the
+   * bank copied) re-sync on every apply. release() once the forward/backward is recorded. */
+  rows(rowAdapters: readonly (string | null)[]): RowsTrainableAdapter {
+    if (!rowAdapters.length) throw new LoraError('adapter set: rows needs at least one row');
+    for (const name of new Set(rowAdapters)) if (name !== null) this.get(name);
+    if (rowAdapters.every((a) => a === null)) return { apply() {}, backward() {}, release() {} };
+    if (!this.bank?.matches(this)) {
+      this.dropBank();
+      this.bank = new LoraBank(this.get(this.names[0]!).gpu, this);
+    }
+    return this.bank.forRows(rowAdapters);
+  }
+
+  private dropBank(): void {
+    this.bank?.release();
+    this.bank = null;
   }
 
   release(): void {
+    this.dropBank();
     for (const a of this.adapters.values()) a.release();
     this.adapters.clear();
-  }
-}
-
-/** Rows [start, end) of a packed batch go through adapter `adapter` (by name; null = none). */
-export interface RowSegment {
-  adapter: string | null;
-  start: number;
-  end: number;
-}
-
-/** Per-row-range adapters for a mixed batch. Each range is copied out, run through its adapter and copied
- * back (matmul takes whole tensors); a single range covering the batch runs in place. */
-export class RoutedAdapter implements TrainableLinearAdapter {
-  constructor(readonly segments: readonly { adapter: LoraAdapter | null; start: number; end: number }[]) {
-    let prev = 0;
-    for (const s of segments) {
-      if (!(Number.isInteger(s.start) && Number.isInteger(s.end) && s.start >= prev && s.end > s.start)) {
-        throw new LoraError(`routed adapter: row segments must be ordered, non-empty and disjoint, got [${s.start}, ${s.end}) after row ${prev}`);
-      }
-      prev = s.end;
-    }
-  }
-
-  private each(gpu: Gpu, T: number, tensors: (Tensor | null)[], run: (a: LoraAdapter, rows: (Tensor | null)[]) => void, writeBack: boolean[]): void {
-    const last = this.segments[this.segments.length - 1];
-    if (last && last.end > T) throw new LoraError(`routed adapter: segment [${last.start}, ${last.end}) past the batch's ${T} rows`);
-    for (const seg of this.segments) {
-      if (!seg.adapter) continue;
-      if (seg.start === 0 && seg.end === T) {
-        run(seg.adapter, tensors);
-        continue;
-      }
-      const n = seg.end - seg.start;
-      const rows = tensors.map((t) => {
-        if (!t) return null;
-        expectDtype('routed adapter', t, 'f32');
-        const w = t.shape[1]!;
-        const r = gpu.tensor([n, w], 'f32', `${t.label}.rows`);
-        gpu.copy(t, r, n * w * 4, seg.start * w * 4, 0);
-        return r;
-      });
-      run(seg.adapter, rows);
-      rows.forEach((r, i) => {
-        if (!r) return;
-        const t = tensors[i]!;
-        const w = t.shape[1]!;
-        if (writeBack[i]) gpu.copy(r, t, n * w * 4, 0, seg.start * w * 4);
-        r.release();
-      });
-    }
-  }
-
-  apply(gpu: Gpu, layer: number, module: LinearModule, x: Tensor, y: Tensor): void {
-    this.each(gpu, x.shape[0]!, [x, y], (a, [xs, ys]) => a.apply(gpu, layer, module, xs!, ys!), [false, true]);
-  }
-
-  backward(gpu: Gpu, layer: number, module: LinearModule, x: Tensor, dy: Tensor, dx: Tensor | null): void {
-    this.each(gpu, x.shape[0]!, [x, dy, dx], (a, [xs, dys, dxs]) => a.backward(gpu, layer, module, xs!, dys!, dxs), [false, false, true]);
   }
 }
 

@@ -184,6 +184,8 @@ export class AdamW {
         label: 'adamw',
       });
     }
+    // Adapters bump their version: the rollout engine's bank re-syncs, its prefix cache stops matching.
+    for (const owner of new Set(this.slots.map((s) => s.owner))) owner?.markUpdated();
     return { gradNorm, clipCoef, skipped: false, step: t, lr };
   }
 

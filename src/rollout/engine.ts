@@ -4,15 +4,15 @@
 // sequences join and leave as they start and finish (continuous batching). K/V live in a paged cache
 // under a memory budget; full prompt pages are shared between sequences with the same prefix; when
 // pages run out the newest sequence is preempted and later recomputed. Each row of a batch runs its
-// role's own LoRA adapter (or none) through a bank of every adapter (one lora_rows kernel per linear,
-// rows in any order), and draws tokens on the GPU from its own seeded stream.
+// role's own LoRA adapter (or none) through the adapter set's bank (AdapterSet.rows: one lora_rows kernel
+// per linear, rows in any order, the trainer's path too; adapters whose version moved re-sync before each
+// forward), and draws tokens on the GPU from its own seeded stream.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { type SamplingRow, sampleTokens } from '../kernels/sample.ts';
 import { KvCache, type PagedSeq, releaseBatch } from '../model/kv-cache.ts';
 import type { LinearAdapter } from '../model/adapter.ts';
-import { LoraBank, type RowsAdapter } from '../model/lora-bank.ts';
-import type { AdapterSet } from '../model/lora.ts';
+import type { AdapterSet, RowsTrainableAdapter } from '../model/lora.ts';
 import type { Qwen3Model } from '../model/qwen3.ts';
 import type { ChatMessage, Qwen3Tokenizer } from '../model/tokenizer.ts';
 import { PrefixCache } from './prefix-cache.ts';
@@ -106,12 +106,9 @@ export class RolloutEngine {
   readonly kv: KvCache;
   private readonly prefix: PrefixCache | null;
   private readonly roles = new Map<string, string | null>();
-  private readonly versions = new Map<string, number>();
   private readonly waiting: Sequence[] = [];
   private readonly running: Sequence[] = [];
   private pumping: Promise<void> | null = null;
-  /** Every adapter of the set, copied side by side; built on first need, rebuilt when the set changes. */
-  private bank: LoraBank | null = null;
   private readonly stopIds: Set<number>;
   private readonly opts: Required<Omit<EngineOptions, 'adapters' | 'stopIds' | 'kvBudgetBytes' | 'kvDtype'>>;
   readonly stats = { prefills: 0, decodeSteps: 0, tokens: 0, preemptions: 0, maxConcurrent: 0 };
@@ -143,12 +140,12 @@ export class RolloutEngine {
     this.roles.set(role, adapter);
   }
 
-  /** Call after an adapter's weights change: the bank re-copies them (until then generation uses the
-   * weights it copied last), and cached prefixes computed with the old weights stop matching. */
+  /** Call after writing an adapter's weights by hand (an optimizer step marks them itself): bumps its
+   * version, so the bank re-copies it and cached prefixes computed with the old weights stop matching. */
   adapterUpdated(name: string): void {
-    this.versions.set(name, (this.versions.get(name) ?? 0) + 1);
     const set = this.options.adapters;
-    if (this.bank && set?.has(name) && this.bank.matches(set)) this.bank.sync(name);
+    if (!set?.has(name)) throw new RolloutError(`adapterUpdated: no adapter named ${name}`);
+    set.get(name).markUpdated();
   }
 
   /** Pages neither a sequence nor the prefix cache holds. */
@@ -240,7 +237,8 @@ export class RolloutEngine {
   }
 
   private root(adapter: string | null): string {
-    return adapter === null ? 'base' : `${adapter}@${this.versions.get(adapter) ?? 0}`;
+    // The version changes with the weights: K/V cached under older weights never match.
+    return adapter === null ? 'base' : `${adapter}@${this.options.adapters!.get(adapter).version}`;
   }
 
   /** Moves waiting sequences into the batch while pages, batch slots and the prefill budget allow. */
@@ -277,14 +275,10 @@ export class RolloutEngine {
   }
 
   /** The per-row adapter of one forward (row counts per sequence), or undefined when every row is the base model. */
-  private rowsAdapter(seqs: Sequence[], rowsOf: (s: Sequence) => number): RowsAdapter | undefined {
+  private rowsAdapter(seqs: Sequence[], rowsOf: (s: Sequence) => number): RowsTrainableAdapter | undefined {
     const set = this.options.adapters;
     if (!set || seqs.every((s) => s.adapter === null)) return undefined;
-    if (!this.bank?.matches(set)) {
-      this.bank?.release();
-      this.bank = new LoraBank(this.gpu, set, this.model.config);
-    }
-    return this.bank.forRows(seqs.flatMap((s) => new Array<string | null>(rowsOf(s)).fill(s.adapter)));
+    return set.rows(seqs.flatMap((s) => new Array<string | null>(rowsOf(s)).fill(s.adapter)));
   }
 
   /** Runs one forward with its rows' adapters, releasing the row indices once it is recorded. */
@@ -437,7 +431,5 @@ export class RolloutEngine {
     await this.pumping;
     this.reapEnded();
     this.prefix?.clear();
-    this.bank?.release();
-    this.bank = null;
   }
 }

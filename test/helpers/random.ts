@@ -48,3 +48,21 @@ export function maxElemRelError(a: ArrayLike<number>, b: ArrayLike<number>, atol
   }
   return m;
 }
+
+/** max over i of |a-b| / (atol + rtol·|b|): at most 1 when every element is within the mixed tolerance. */
+export function mixedError(a: ArrayLike<number>, b: ArrayLike<number>, rtol: number, atol: number): number {
+  if (a.length !== b.length) throw new Error(`length ${a.length} vs ${b.length}`);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) {
+    const e = Math.abs(a[i]! - b[i]!) / (atol + rtol * Math.abs(b[i]!));
+    if (!(e <= m)) m = Number.isNaN(e) ? Infinity : e;
+  }
+  return m;
+}
+
+/** The largest |v|. */
+export function maxAbs(v: ArrayLike<number>): number {
+  let m = 0;
+  for (let i = 0; i < v.length; i++) m = Math.max(m, Math.abs(v[i]!));
+  return m;
+}

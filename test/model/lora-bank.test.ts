@@ -1,5 +1,6 @@
 // The LoRA bank against each adapter's own reference: interleaved rows, mixed ranks, adapters missing
-// modules, a module no adapter targets, and sync after an adapter's weights change.
+// modules, a module no adapter targets, and re-syncing after an adapter's weights change (by its version,
+// or sync for weights written without markUpdated).
 import { describe, expect, it } from 'vitest';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { LINEAR_MODULES, type LinearModule } from '../../src/model/adapter.ts';
@@ -56,7 +57,7 @@ describe('LoraBank', () => {
   it('applies each row its own adapter, for every module of every layer', async () => {
     const gpu = await testGpu();
     const set = makeSet(gpu);
-    const bank = new LoraBank(gpu, set, MODEL);
+    const bank = new LoraBank(gpu, set);
     expect(bank.rank).toBe(5);
     expect(bank.names).toEqual(['gen', 'judge', 'critic']);
     const shapes = linearShapes(MODEL);
@@ -74,10 +75,10 @@ describe('LoraBank', () => {
     set.release();
   });
 
-  it('sync re-copies an adapter after its weights change', async () => {
+  it('re-copies an adapter after its weights change: by version on the next forward, or by sync', async () => {
     const gpu = await testGpu();
     const set = makeSet(gpu);
-    const bank = new LoraBank(gpu, set, MODEL);
+    const bank = new LoraBank(gpu, set);
     const s = linearShapes(MODEL).q_proj;
     const x = randn(ROWS.length * s.in, 30);
     const y0 = randn(ROWS.length * s.out, 31);
@@ -86,10 +87,16 @@ describe('LoraBank', () => {
     gpu.write(judge.B, randn(judge.B.size, 32, 0.5));
     const after = await expected(gpu, set, 1, 'q_proj', x, y0);
     expect(relError(after, before)).toBeGreaterThan(1e-2);
-    // The bank keeps its copy until told.
+    // Written without markUpdated: the bank keeps its copy until sync.
     expect(relError(await applyBank(gpu, bank, 1, 'q_proj', x, y0), before)).toBeLessThan(1e-5);
     bank.sync('judge');
     expect(relError(await applyBank(gpu, bank, 1, 'q_proj', x, y0), after)).toBeLessThan(1e-5);
+    // With markUpdated the next forward re-copies by itself.
+    gpu.write(judge.B, randn(judge.B.size, 33, 0.5));
+    set.get('judge').markUpdated();
+    const third = await expected(gpu, set, 1, 'q_proj', x, y0);
+    expect(relError(third, after)).toBeGreaterThan(1e-2);
+    expect(relError(await applyBank(gpu, bank, 1, 'q_proj', x, y0), third)).toBeLessThan(1e-5);
     bank.release();
     set.release();
   });
@@ -97,11 +104,11 @@ describe('LoraBank', () => {
   it('rejects unknown adapters, empty sets and use after release; tracks set changes', async () => {
     const gpu = await testGpu();
     const set = makeSet(gpu);
-    const bank = new LoraBank(gpu, set, MODEL);
+    const bank = new LoraBank(gpu, set);
     expect(() => bank.forRows(['gen', 'nope'])).toThrow(/no adapter nope/);
     expect(() => bank.sync('nope')).toThrow(LoraError);
     expect(() => bank.forRows([])).toThrow(/at least one row/);
-    expect(() => new LoraBank(gpu, new AdapterSet(), MODEL)).toThrow(/empty/);
+    expect(() => new LoraBank(gpu, new AdapterSet())).toThrow(/empty/);
     expect(bank.matches(set)).toBe(true);
     set.add(LoraAdapter.create(gpu, 'extra', MODEL, { rank: 2, alpha: 2, targets: ['o_proj'] }, { seed: 4 }));
     expect(bank.matches(set)).toBe(false);

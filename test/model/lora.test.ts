@@ -89,7 +89,7 @@ describe('LoRA adapter', () => {
     }
   });
 
-  it('several adapters alive at once, and a routed batch applies each to its rows', async () => {
+  it('several adapters alive at once, and a per-row batch applies each to its rows', async () => {
     const gpu = await testGpu();
     const set = new AdapterSet();
     const gen = set.add(LoraAdapter.create(gpu, 'generator', MODEL, CFG, { seed: 1, randomB: 0.3 }));
@@ -109,21 +109,25 @@ describe('LoRA adapter', () => {
     const refGen = loraApplyRef(x, G.A, G.B, y0, gen.scale, d);
     const refEv = loraApplyRef(x, E.A, E.B, y0, ev.scale, d);
     expect(relError(refGen, refEv)).toBeGreaterThan(0.01);
-    // rows 0-2 generator, 3-4 base only, 5-8 evaluator
-    const routed = set.routed([{ adapter: 'generator', start: 0, end: 3 }, { adapter: null, start: 3, end: 5 }, { adapter: 'evaluator', start: 5, end: 9 }]);
+    // rows interleaved: generator on 0, 2, 8; base only on 3, 4; evaluator on 1, 5, 6, 7
+    const perRow = ['generator', 'evaluator', 'generator', null, null, 'evaluator', 'evaluator', 'evaluator', 'generator'];
+    const rows = set.rows(perRow);
     const y = gpu.upload(y0, [T, s.out], 'f32', 'y');
     const xt = gpu.upload(x, [T, s.in], 'f32', 'x');
-    routed.apply(gpu, 0, m, xt, y);
+    rows.apply(gpu, 0, m, xt, y);
     const out = await gpu.readF32(y);
     const w = s.out;
-    expect(relError(out.slice(0, 3 * w), refGen.slice(0, 3 * w))).toBeLessThan(1e-5);
-    expect(Array.from(out.slice(3 * w, 5 * w))).toEqual(Array.from(y0.slice(3 * w, 5 * w)));
-    expect(relError(out.slice(5 * w), refEv.slice(5 * w))).toBeLessThan(1e-5);
-    // routed backward: each adapter's gradient comes from its rows only
-    routed.backward(gpu, 0, m, xt, gpu.upload(dy, [T, s.out], 'f32', 'dy'), null);
-    const rows = (v: ArrayLike<number>, a: number, b: number, width: number) => Float32Array.from(v).slice(a * width, b * width);
-    const refG = loraBackwardRef(rows(x, 0, 3, s.in), G.A, G.B, rows(dy, 0, 3, w), gen.scale, { ...d, T: 3 });
-    const refE = loraBackwardRef(rows(x, 5, 9, s.in), E.A, E.B, rows(dy, 5, 9, w), ev.scale, { ...d, T: 4 });
+    const pick = (v: ArrayLike<number>, ts: number[], width: number) => Float32Array.from(ts.flatMap((t) => Array.from(v).slice(t * width, (t + 1) * width)));
+    const genRows = [0, 2, 8];
+    const evRows = [1, 5, 6, 7];
+    expect(relError(pick(out, genRows, w), pick(refGen, genRows, w))).toBeLessThan(1e-5);
+    expect(Array.from(pick(out, [3, 4], w))).toEqual(Array.from(pick(y0, [3, 4], w)));
+    expect(relError(pick(out, evRows, w), pick(refEv, evRows, w))).toBeLessThan(1e-5);
+    // backward: each adapter's gradient comes from its rows only
+    rows.backward(gpu, 0, m, xt, gpu.upload(dy, [T, s.out], 'f32', 'dy'), null);
+    rows.release();
+    const refG = loraBackwardRef(pick(x, genRows, s.in), G.A, G.B, pick(dy, genRows, w), gen.scale, { ...d, T: 3 });
+    const refE = loraBackwardRef(pick(x, evRows, s.in), E.A, E.B, pick(dy, evRows, w), ev.scale, { ...d, T: 4 });
     expect(relError(await gpu.readF32(gen.pair(0, m)!.dA!), refG.dA)).toBeLessThan(1e-5);
     expect(relError(await gpu.readF32(ev.pair(0, m)!.dB!), refE.dB)).toBeLessThan(1e-5);
     // the evaluator adapts only q and v
@@ -132,8 +136,9 @@ describe('LoRA adapter', () => {
       peftKey(0, 'q_proj', 'A'), peftKey(0, 'q_proj', 'B'), peftKey(0, 'v_proj', 'A'), peftKey(0, 'v_proj', 'B'),
       peftKey(1, 'q_proj', 'A'), peftKey(1, 'q_proj', 'B'), peftKey(1, 'v_proj', 'A'), peftKey(1, 'v_proj', 'B'),
     ]);
+    expect(ev.parameters().every((p) => p.owner === ev)).toBe(true);
     expect(peftKey(3, 'up_proj', 'B')).toBe('base_model.model.model.layers.3.mlp.up_proj.lora_B.weight');
-    expect(() => set.routed([{ adapter: 'generator', start: 2, end: 4 }, { adapter: 'evaluator', start: 3, end: 5 }])).toThrow(LoraError);
+    expect(() => set.rows(['generator', 'worker'])).toThrow(LoraError);
     set.release();
   });
 

@@ -2,10 +2,13 @@
 // truth): batching, mixed adapters, seeded sampling, prefix sharing, preemption, aborts and page leaks.
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Gpu } from '../../src/gpu/gpu.ts';
+import { lossAndGradients, nextTokenBatch } from '../../src/model/backward.ts';
 import { AdapterSet, DEFAULT_LORA, LoraAdapter } from '../../src/model/lora.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
 import { DirectorySource } from '../../src/model/source.ts';
 import { loadQwen3 } from '../../src/model/weights.ts';
+import { AdamW } from '../../src/optim/adamw.ts';
+import { nllLoss, releaseLossResult } from '../../src/rl/loss.ts';
 import { type GenerateOptions, type GenerateResult, RolloutEngine } from '../../src/rollout/engine.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randInts, randn } from '../helpers/random.ts';
@@ -214,6 +217,35 @@ describe('RolloutEngine', () => {
     const after = await e.generate('critic', prompt, opts);
     expect(after.ids).not.toEqual(before.ids);
     await expectGreedyOf(critic, prompt, after);
+    await e.close();
+    set.release();
+  }, SLOW);
+
+  it('after an optimizer step generation uses the new weights, with no adapterUpdated call (bank and prefix cache)', async () => {
+    const set = new AdapterSet();
+    const critic = set.add(LoraAdapter.create(gpu, 'critic', model.config, { ...DEFAULT_LORA, rank: 4, alpha: 8 }, { seed: 7, randomB: 0.3 }));
+    // pageSize 4: the 10-token prompt leaves 2 full pages in the prefix cache, computed with the old weights.
+    const e = new RolloutEngine(model, null, { adapters: set, kvBudgetBytes: 1 << 20, kvDtype: 'f32', pageSize: 4 });
+    e.setRole('critic', 'critic');
+    const prompt = Array.from(randInts(10, 51, 384));
+    const opts: GenerateOptions = { maxNewTokens: 6, temperature: 0, ignoreEos: true };
+    const before = await e.generate('critic', prompt, opts);
+    await expectGreedyOf(critic, prompt, before);
+    // One SFT step toward random targets through the same per-row path the engine runs.
+    const seq = [...prompt, ...Array.from(randInts(8, 52, 384))];
+    const b = nextTokenBatch([seq]);
+    const mask = gpu.upload(b.mask, [seq.length], 'f32', 'mask');
+    const rows = set.rows(new Array(seq.length).fill('critic'));
+    const { result, stats } = lossAndGradients(model, b, (st) => nllLoss(gpu, { logp: st.logp, mask, seqStarts: b.seqStarts }), { adapter: rows });
+    rows.release();
+    const opt = new AdamW(gpu, critic.parameters(), { lr: 0.05, weightDecay: 0 });
+    expect((await opt.step()).skipped).toBe(false);
+    releaseLossResult(result);
+    for (const t of [stats.logp, stats.entropy, mask]) t.release();
+    const after = await e.generate('critic', prompt, opts);
+    expect(after.logprobs).not.toEqual(before.logprobs);
+    await expectGreedyOf(critic, prompt, after);
+    opt.release();
     await e.close();
     set.release();
   }, SLOW);
