@@ -23,12 +23,10 @@ import {
 
 const MB = 1 << 20;
 
-/** Runs f, checks it took less than `ms`, returns its result. */
-function within<T>(ms: number, f: () => T): T {
-  const t0 = performance.now();
-  const r = f();
-  expect(performance.now() - t0).toBeLessThan(ms);
-  return r;
+/** Runs a parser on a hostile input. No wall-clock assertion (speed belongs in bench/): a super-linear
+ * parser on these 1 MB inputs takes minutes and fails by the test's timeout. */
+function hostile<T>(f: () => T): T {
+  return f();
 }
 
 function randomText(rng: () => number, pieces: readonly string[], maxPieces: number): string {
@@ -78,18 +76,18 @@ describe('lastBoxed', () => {
 
   it('hostile inputs in linear time: 1 MB of open boxes, braces, boxes, plain text', () => {
     const open = '\\boxed{'.repeat(Math.ceil(MB / 7));
-    expect(within(3000, () => lastBoxed(open))).toBeNull();
-    expect(within(3000, () => lastBoxed('{'.repeat(MB)))).toBeNull();
-    expect(within(3000, () => lastBoxed('}'.repeat(MB)))).toBeNull();
-    expect(within(3000, () => lastBoxed('\\'.repeat(MB)))).toBeNull();
+    expect(hostile(() => lastBoxed(open))).toBeNull();
+    expect(hostile(() => lastBoxed('{'.repeat(MB)))).toBeNull();
+    expect(hostile(() => lastBoxed('}'.repeat(MB)))).toBeNull();
+    expect(hostile(() => lastBoxed('\\'.repeat(MB)))).toBeNull();
     // `\boxed \boxed ...`: each box is the next token, as the grader reads it.
-    expect(within(3000, () => lastBoxed('\\boxed '.repeat(Math.ceil(MB / 7))))).toBe('\\boxed');
+    expect(hostile(() => lastBoxed('\\boxed '.repeat(Math.ceil(MB / 7))))).toBe('\\boxed');
     const many = Array.from({ length: 100_000 }, (_, i) => `\\boxed{${i}}`).join(' ');
-    expect(within(3000, () => lastBoxed(many))).toBe('99999');
-    expect(within(3000, () => lastBoxed('x'.repeat(MB) + '\\boxed{ok}'))).toBe('ok');
+    expect(hostile(() => lastBoxed(many))).toBe('99999');
+    expect(hostile(() => lastBoxed('x'.repeat(MB) + '\\boxed{ok}'))).toBe('ok');
     // One huge balanced box: its content is returned whole.
     const big = `\\boxed{${'{a}'.repeat(300_000)}}`;
-    expect(within(3000, () => lastBoxed(big))?.length).toBe(900_000);
+    expect(hostile(() => lastBoxed(big))?.length).toBe(900_000);
   });
 
   it('agrees with the math grader (extractBoxed) on random box soup', () => {
@@ -128,10 +126,10 @@ describe('lastCodeBlock', () => {
   });
 
   it('hostile inputs in linear time', () => {
-    expect(within(3000, () => lastCodeBlock('```' + 'a'.repeat(MB) + '`'))).toBeNull();
-    expect(within(3000, () => lastCodeBlock('```\n'.repeat(MB / 4)))).toBe('');
-    expect(within(3000, () => lastCodeBlock('`'.repeat(MB)))).toBeNull();
-    expect(within(3000, () => lastCodeBlock('```python\n' + 'x = 1\n'.repeat(150_000) + '```'))?.length).toBe(6 * 150_000 - 1);
+    expect(hostile(() => lastCodeBlock('```' + 'a'.repeat(MB) + '`'))).toBeNull();
+    expect(hostile(() => lastCodeBlock('```\n'.repeat(MB / 4)))).toBe('');
+    expect(hostile(() => lastCodeBlock('`'.repeat(MB)))).toBeNull();
+    expect(hostile(() => lastCodeBlock('```python\n' + 'x = 1\n'.repeat(150_000) + '```'))?.length).toBe(6 * 150_000 - 1);
   });
 
   it('agrees with the code grader (extractLastCodeBlock) on random fence soup', () => {
@@ -182,9 +180,9 @@ describe('parseChoice', () => {
 
   it('reads after </think> and survives hostile input', () => {
     expect(parseChoice('<think>\\boxed{3}</think>\\boxed{2}', 3)).toEqual({ index: 1, parsedBy: 'boxed' });
-    expect(within(3000, () => parseChoice('{'.repeat(MB), 3))).toEqual({ index: 0, parsedBy: 'default' });
-    expect(within(3000, () => parseChoice('\\boxed{'.repeat(MB / 7) + '2', 3))).toEqual({ index: 1, parsedBy: 'digit' });
-    expect(within(3000, () => parseChoice('\\boxed{1}'.repeat(MB / 9) + '\\boxed{3}', 3))).toEqual({ index: 2, parsedBy: 'boxed' });
+    expect(hostile(() => parseChoice('{'.repeat(MB), 3))).toEqual({ index: 0, parsedBy: 'default' });
+    expect(hostile(() => parseChoice('\\boxed{'.repeat(MB / 7) + '2', 3))).toEqual({ index: 1, parsedBy: 'digit' });
+    expect(hostile(() => parseChoice('\\boxed{1}'.repeat(MB / 9) + '\\boxed{3}', 3))).toEqual({ index: 2, parsedBy: 'boxed' });
   });
 
   it('aggregatorViolations flags anything but a boxed choice', () => {
@@ -211,7 +209,7 @@ describe('parseVerdict', () => {
     expect(parseVerdict('\\boxed{12}')).toBe('none');
     expect(parseVerdict('\\boxed{not correct}')).toBe('none');
     expect(parseVerdict('\\boxed{Correct')).toBe('none');
-    expect(within(3000, () => parseVerdict('\\boxed{Correct'.repeat(MB / 14)))).toBe('none');
+    expect(hostile(() => parseVerdict('\\boxed{Correct'.repeat(MB / 14)))).toBe('none');
   });
 
   it('evaluatorViolations: no verdict, code, a solution box', () => {
@@ -230,8 +228,8 @@ describe('parseVerdict', () => {
     expect(hasCode('def  f (x):')).toBe(true);
     expect(hasCode('we define f and undef g; default')).toBe(false);
     expect(hasCode('inline `x` code')).toBe(false);
-    expect(within(3000, () => hasCode('def '.repeat(MB / 4)))).toBe(false);
-    expect(within(3000, () => hasCode('def a' + 'a'.repeat(MB)))).toBe(false);
+    expect(hostile(() => hasCode('def '.repeat(MB / 4)))).toBe(false);
+    expect(hostile(() => hasCode('def a' + 'a'.repeat(MB)))).toBe(false);
   });
 });
 
@@ -266,14 +264,14 @@ describe('parseStrategies', () => {
   it('caps each strategy and survives hostile input', () => {
     const long = parseStrategies(`STRATEGY 1: ${'x'.repeat(10_000)}`);
     expect(long.strategies[0]!.length).toBe(STRATEGY_CAP);
-    expect(within(3000, () => parseStrategies('strategy 1' + ' '.repeat(MB) + 'x')).parsedBy).toBe('lines');
+    expect(hostile(() => parseStrategies('strategy 1' + ' '.repeat(MB) + 'x')).parsedBy).toBe('lines');
     // Only empty markers: the one long line is the fallback strategy, capped.
-    const empty = within(3000, () => parseStrategies('STRATEGY 1: '.repeat(MB / 12)));
+    const empty = hostile(() => parseStrategies('STRATEGY 1: '.repeat(MB / 12)));
     expect(empty.parsedBy).toBe('lines');
     expect(empty.strategies[0]!.length).toBeLessThanOrEqual(STRATEGY_CAP);
-    const many = within(3000, () => parseStrategies('STRATEGY 1: a\n'.repeat(MB / 14)));
+    const many = hostile(() => parseStrategies('STRATEGY 1: a\n'.repeat(MB / 14)));
     expect(many.strategies).toEqual(['a', 'a', 'a']);
-    expect(within(3000, () => parseStrategies('1.'.repeat(MB / 2))).parsedBy).toBe('numbered');
+    expect(hostile(() => parseStrategies('1.'.repeat(MB / 2))).parsedBy).toBe('numbered');
   });
 
   it('orchestratorViolations: solving, fallback formats, nothing usable', () => {
