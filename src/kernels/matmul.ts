@@ -76,6 +76,44 @@ export function matmulVariant(s: MatmulShape, swiftShader = false): MatmulVarian
   return 'tile64v';
 }
 
+/**
+ * How matmul() picks its kernel on a device: 'auto' (by shape; matmul_rows skipped on SwiftShader, see
+ * matmulVariant), 'gpu' (by shape as on a real GPU, so decode shapes run matmul_rows on the CPU drivers
+ * too: what tests use to cover the GPU's decode kernel), or one variant wherever it can compute the
+ * shape (by shape elsewhere). The default comes from TROUPE_MATMUL (auto, gpu, rows, tile128, tile64v, tile64).
+ */
+export type MatmulPolicy = 'auto' | 'gpu' | MatmulVariant;
+
+const POLICIES: readonly MatmulPolicy[] = ['auto', 'gpu', 'rows', 'tile128', 'tile64v', 'tile64'];
+const policies = new WeakMap<Gpu, MatmulPolicy>();
+
+function envPolicy(): MatmulPolicy {
+  const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.TROUPE_MATMUL;
+  if (v === undefined || v === '') return 'auto';
+  if (!(POLICIES as readonly string[]).includes(v)) throw new ShapeError(`TROUPE_MATMUL=${v}: expected one of ${POLICIES.join(', ')}`);
+  return v as MatmulPolicy;
+}
+
+/** Sets how matmul() picks its kernel on `gpu` (see MatmulPolicy); returns the previous policy. */
+export function setMatmulPolicy(gpu: Gpu, policy: MatmulPolicy): MatmulPolicy {
+  if (!POLICIES.includes(policy)) throw new ShapeError(`setMatmulPolicy: unknown policy ${String(policy)} (expected one of ${POLICIES.join(', ')})`);
+  const prev = matmulPolicy(gpu);
+  policies.set(gpu, policy);
+  return prev;
+}
+
+export function matmulPolicy(gpu: Gpu): MatmulPolicy {
+  return policies.get(gpu) ?? envPolicy();
+}
+
+/** The variant matmul() picks on `gpu` for `shape` under its policy. */
+export function pickMatmulVariant(gpu: Gpu, shape: MatmulShape): MatmulVariant {
+  const policy = matmulPolicy(gpu);
+  if (policy === 'auto') return matmulVariant(shape, gpu.report.cpuDriver === 'SwiftShader');
+  if (policy === 'gpu') return matmulVariant(shape, false);
+  return matmulSupports(policy, shape) ? policy : matmulVariant(shape, gpu.report.cpuDriver === 'SwiftShader');
+}
+
 export function matmul(gpu: Gpu, a: Tensor, b: Tensor, opts: MatmulOptions = {}): Tensor {
   return matmulWith(gpu, null, a, b, opts);
 }
@@ -108,7 +146,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   if (out.buffer === a.buffer || out.buffer === b.buffer) throw new ShapeError(`${name}: ${out.label} aliases an input`);
 
   const shape = { M, N, K, transA, transB };
-  const v = variant ?? matmulVariant(shape, gpu.report.cpuDriver === 'SwiftShader');
+  const v = variant ?? pickMatmulVariant(gpu, shape);
   if (!matmulSupports(v, shape)) throw new ShapeError(`${name}: variant ${v} cannot compute ${M}x${N}x${K} (transA ${transA}, transB ${transB})`);
   const dispatch = (target: Tensor, uniforms: Uniforms, workgroups: readonly [number, number?, number?]) =>
     gpu.dispatch({
