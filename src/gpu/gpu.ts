@@ -5,13 +5,19 @@ import { SHADERS } from '../generated/shaders.ts';
 import { BYTES, type DType, fromF16Array, toF16Array } from './dtype.ts';
 import { GpuDeviceLostError, GpuError, GpuLimitError, GpuOutOfMemoryError, GpuValidationError } from './errors.ts';
 import { BufferPool, STORAGE_USAGE } from './pool.ts';
-import { Profiler } from './profiler.ts';
+import { Profiler, type ProfilerOptions } from './profiler.ts';
 import { loadRuntime, type RuntimeName } from './runtime.ts';
 import { Tensor } from './tensor.ts';
 import type { Uniforms } from './uniforms.ts';
 
-/** Optional features the kernels have fast paths for. */
-export const WANTED_FEATURES = ['shader-f16', 'subgroups', 'timestamp-query', 'chromium-experimental-subgroup-matrix'] as const;
+/** Optional features troupe enables when the adapter has them: f16 storage variants of the kernels
+ * (`shader-f16`) and the profiler (`timestamp-query`). No kernel uses `subgroups` or subgroup matrix
+ * (tensor cores) yet, so they are not requested; `AdapterReport.adapterFeatures` shows whether the adapter
+ * offers them. */
+export const WANTED_FEATURES = ['shader-f16', 'timestamp-query'] as const;
+
+/** Bind groups kept for reuse (the oldest is dropped beyond this); a decode step of Qwen3-0.6B has ~500 dispatches. */
+const BIND_GROUP_CACHE = 4096;
 
 /** Limits raised to the adapter's maximum when requesting the device. */
 const RAISED_LIMITS = [
@@ -31,8 +37,8 @@ export interface GpuOptions {
   /** Features not to enable even when present (to test the f32 fallbacks). */
   disable?: string[];
   powerPreference?: GPUPowerPreference;
-  /** Record per-kernel GPU time with timestamp queries (when the feature exists). */
-  profile?: boolean;
+  /** Record per-kernel GPU time with timestamp queries (when the feature exists); options set the profiler's limits. */
+  profile?: boolean | ProfilerOptions;
 }
 
 /** Compile-time choices prepended to a shader: `enable`s, type aliases and constants. */
@@ -71,7 +77,10 @@ export interface AdapterReport {
   description: string;
   /** Name of the CPU Vulkan driver (SwiftShader, lavapipe) when software-rendered, else null. */
   cpuDriver: string | null;
+  /** Features enabled on the device (those of WANTED_FEATURES the adapter has, less --disable). */
   features: string[];
+  /** Every feature the adapter offers, used or not. */
+  adapterFeatures: string[];
   limits: Record<string, number>;
 }
 
@@ -93,6 +102,15 @@ export class Gpu {
   readonly pool: BufferPool;
   readonly profiler: Profiler | null;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
+  /** Id of each pipeline and buffer, for bind group cache keys. */
+  private readonly ids = new WeakMap<object, number>();
+  private nextId = 1;
+  /** Bind groups by pipeline + (binding, buffer, offset, size) of every entry: a pooled buffer that now holds
+   * another tensor is still the same GPUBuffer, so a bind group over it stays valid for the same layout. */
+  private readonly bindGroups = new Map<string, GPUBindGroup>();
+  readonly bindGroupStats = { hits: 0, misses: 0 };
+  /** Buffers that commands recorded in the open batch use: writes to any other buffer go straight to the queue. */
+  private batchBuffers = new Set<GPUBuffer>();
   private readonly pendingErrors: Promise<GpuError | null>[] = [];
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
@@ -109,10 +127,13 @@ export class Gpu {
     readonly device: GPUDevice,
     readonly adapter: GPUAdapter,
     readonly report: AdapterReport,
-    profile: boolean,
+    profile: boolean | ProfilerOptions,
   ) {
-    this.pool = new BufferPool((size, label) => this.createBuffer(size, STORAGE_USAGE, label));
-    this.profiler = profile && this.has('timestamp-query') ? new Profiler(device) : null;
+    this.pool = new BufferPool(
+      (size, label) => this.createBuffer(size, STORAGE_USAGE, label),
+      (buffers) => this.forgetBuffers(buffers),
+    );
+    this.profiler = profile && this.has('timestamp-query') ? new Profiler(device, profile === true ? {} : profile) : null;
     void device.lost.then((info) => {
       this.lostInfo = info;
     });
@@ -152,6 +173,7 @@ export class Gpu {
       description: info.description ?? '',
       cpuDriver,
       features: [...device.features].map(String).sort(),
+      adapterFeatures: [...adapter.features].map(String).sort(),
       limits,
     };
     return new Gpu(device, adapter, report, options.profile ?? false);
@@ -227,7 +249,9 @@ export class Gpu {
       src = padded;
       len = padded.length;
     }
-    if (!this.batchLabels.length) {
+    if (!this.batchLabels.length || !this.batchBuffers.has(t.buffer)) {
+      // No command recorded in the open batch uses this buffer, so writing it before the batch runs is the
+      // same as writing it in program order (earlier submits are ordered before the write).
       this.device.queue.writeBuffer(t.buffer, off, src as Uint8Array<ArrayBuffer>, 0, len);
       return;
     }
@@ -238,6 +262,7 @@ export class Gpu {
     staging.unmap();
     this.endPass();
     this.encoder!.copyBufferToBuffer(staging, 0, t.buffer, off, len);
+    this.batchBuffers.add(t.buffer);
     this.batchLabels.push(`write ${t.label}`);
     this.staging.push(staging);
   }
@@ -269,6 +294,7 @@ export class Gpu {
     this.endPass();
     this.beginBatch();
     this.encoder!.copyBufferToBuffer(buffer, offset, staging, 0, size);
+    this.batchBuffers.add(buffer);
     this.batchLabels.push(`read ${label}`);
     this.flush();
     try {
@@ -290,6 +316,7 @@ export class Gpu {
     this.endPass();
     this.beginBatch();
     this.encoder!.copyBufferToBuffer(src.buffer, srcOffset, dst.buffer, dstOffset, Math.ceil(bytes / 4) * 4);
+    this.batchBuffers.add(src.buffer).add(dst.buffer);
     this.batchLabels.push(`copy ${src.label}->${dst.label}`);
   }
 
@@ -330,6 +357,8 @@ export class Gpu {
     // Bindings are checked before the pipeline is built: a rejected dispatch leaves no pending error behind.
     const entries: GPUBindGroupEntry[] = [];
     const maxBind = this.limits.maxStorageBufferBindingSize;
+    const pipeline = this.pipeline(d.shader, d.entry, d.variant);
+    let key = String(this.idOf(pipeline));
     d.bindings.forEach((b, i) => {
       if (b === null) return;
       const res: GPUBufferBinding = b instanceof Tensor ? { buffer: b.buffer } : { buffer: b.buffer, offset: b.offset ?? 0, size: b.size };
@@ -341,12 +370,25 @@ export class Gpu {
       }
       if (b instanceof Tensor && b.isReleased) throw new GpuError(`kernel ${label}: binding ${i + 1} (${b.label}) was released`);
       entries.push({ binding: i + 1, resource: res });
+      key += `|${i + 1}:${this.idOf(res.buffer)}@${res.offset ?? 0}+${res.size ?? '*'}`;
     });
-    const pipeline = this.pipeline(d.shader, d.entry, d.variant);
-    if (d.uniforms) entries.push({ binding: 0, resource: this.uniformSlot(d.uniforms.bytes()) });
+    if (d.uniforms) {
+      const u = this.uniformSlot(d.uniforms.bytes());
+      entries.push({ binding: 0, resource: u });
+      key += `|0:${this.idOf(u.buffer)}@${u.offset}+${u.size}`;
+    }
     // Inside the batch's error scopes, so a bind group error is reported with the batch's kernels.
     this.beginBatch();
-    const bindGroup = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label });
+    let bindGroup = this.bindGroups.get(key);
+    if (bindGroup) {
+      this.bindGroupStats.hits++;
+    } else {
+      this.bindGroupStats.misses++;
+      bindGroup = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label });
+      if (this.bindGroups.size >= BIND_GROUP_CACHE) this.bindGroups.delete(this.bindGroups.keys().next().value!);
+      this.bindGroups.set(key, bindGroup);
+    }
+    for (const e of entries) this.batchBuffers.add((e.resource as GPUBufferBinding).buffer);
     let pass: GPUComputePassEncoder;
     if (this.profiler) {
       this.endPass();
@@ -360,6 +402,35 @@ export class Gpu {
     pass.dispatchWorkgroups(x, y, z);
     if (this.profiler) pass.end();
     this.batchLabels.push(label);
+  }
+
+  private idOf(o: object): number {
+    let id = this.ids.get(o);
+    if (id === undefined) this.ids.set(o, (id = this.nextId++));
+    return id;
+  }
+
+  /** Drops the cached bind groups that use any of these buffers (about to be destroyed). */
+  private forgetBuffers(buffers: readonly GPUBuffer[]): void {
+    const gone = new Set<string>();
+    for (const b of buffers) {
+      const id = this.ids.get(b);
+      if (id !== undefined) gone.add(`:${id}@`);
+    }
+    if (!gone.size) return;
+    for (const key of [...this.bindGroups.keys()]) {
+      for (const part of key.split('|').slice(1)) {
+        if (gone.has(part.slice(part.indexOf(':'), part.indexOf('@') + 1))) {
+          this.bindGroups.delete(key);
+          break;
+        }
+      }
+    }
+  }
+
+  /** Cached bind groups (for tests and benchmarks). */
+  get bindGroupCacheSize(): number {
+    return this.bindGroups.size;
   }
 
   private beginBatch(): void {
@@ -405,6 +476,7 @@ export class Gpu {
     for (const b of this.staging.splice(0)) b.destroy();
     this.encoder = null;
     this.batchLabels = [];
+    this.batchBuffers = new Set();
     this.profiler?.collect();
     const names = () => summarize(labels);
     const validation = this.device.popErrorScope();
@@ -442,6 +514,7 @@ export class Gpu {
     if (this.destroyed) return;
     this.flush();
     this.pool.trim();
+    this.bindGroups.clear();
     this.device.destroy();
     this.destroyed = true;
   }

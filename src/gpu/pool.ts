@@ -25,6 +25,8 @@ export class BufferPool {
 
   constructor(
     private readonly create: (size: number, label: string) => GPUBuffer,
+    /** Told which buffers trim() is about to destroy (the Gpu drops its bind groups over them). */
+    private readonly onDestroy: (buffers: GPUBuffer[]) => void = () => {},
   ) {}
 
   acquire(bytes: number, label: string): GPUBuffer {
@@ -62,6 +64,7 @@ export class BufferPool {
 
   /** Destroys pooled (unused) buffers. */
   trim(): void {
+    this.onDestroy([...this.free.values()].flat());
     for (const list of this.free.values()) for (const b of list) b.destroy();
     this.stats.buffers -= [...this.free.values()].reduce((a, l) => a + l.length, 0);
     this.free.clear();

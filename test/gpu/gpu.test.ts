@@ -2,7 +2,7 @@
 // uniform packing (also across many dispatches of one batch), a destroyed device, disabled features.
 import { describe, expect, it } from 'vitest';
 import { GpuDeviceLostError, GpuError, GpuLimitError, GpuValidationError } from '../../src/gpu/errors.ts';
-import { Gpu, variantHeader } from '../../src/gpu/gpu.ts';
+import { Gpu, variantHeader, WANTED_FEATURES } from '../../src/gpu/gpu.ts';
 import { sizeClass } from '../../src/gpu/pool.ts';
 import { u32s, Uniforms } from '../../src/gpu/uniforms.ts';
 import { add, scale } from '../../src/kernels/elementwise.ts';
@@ -216,5 +216,84 @@ describe('device', () => {
     const x = randn(50, 13);
     expect(await no16.readF32(scale(no16, no16.upload(x, [50], 'f32', 'x'), 3))).toEqual(scaleRef(x, 3));
     no16.destroy();
+  });
+});
+
+describe('bind group cache and writes inside a batch', () => {
+  it('a repeated dispatch reuses its bind group; a reused buffer holding another tensor gives that tensor\'s results', async () => {
+    const gpu = await Gpu.create();
+    const x = randn(300, 21);
+    const y = randn(300, 22);
+    const a = gpu.upload(x, [300], 'f32', 'a');
+    const b = gpu.upload(y, [300], 'f32', 'b');
+    const first = add(gpu, a, b);
+    expect(await gpu.readF32(first)).toEqual(addRef(x, y));
+    first.release();
+    const misses = gpu.bindGroupStats.misses;
+    // Same shapes: the pool hands back the same buffer for the output, the uniforms land at the same offset.
+    const again = add(gpu, a, b);
+    expect(gpu.bindGroupStats.misses).toBe(misses);
+    expect(await gpu.readF32(again)).toEqual(addRef(x, y));
+    again.release();
+    // a's buffer now holds other data under another tensor: the cached bind group sees the new data.
+    a.release();
+    const z = randn(300, 23);
+    const c = gpu.upload(z, [300], 'f32', 'c');
+    expect(c.buffer).toBe(a.buffer);
+    const third = add(gpu, c, b);
+    expect(await gpu.readF32(third)).toEqual(addRef(z, y));
+    // Different uniforms (scale factors) and bindings still give each dispatch its own result.
+    const outs = [1, 2, 3].map((k) => scale(gpu, third, k));
+    const got = await Promise.all(outs.map((o) => gpu.readF32(o)));
+    got.forEach((g, k) => expect(g).toEqual(scaleRef(addRef(z, y), k + 1)));
+    gpu.destroy();
+  });
+
+  it('buffers destroyed by trim() leave the cache; new buffers work', async () => {
+    const gpu = await Gpu.create();
+    const x = randn(64, 24);
+    const y = randn(64, 25);
+    for (let round = 0; round < 2; round++) {
+      const a = gpu.upload(x, [64], 'f32', 'a');
+      const b = gpu.upload(y, [64], 'f32', 'b');
+      const s = add(gpu, a, b);
+      expect(await gpu.readF32(s)).toEqual(addRef(x, y));
+      for (const t of [a, b, s]) t.release();
+      const before = gpu.bindGroupCacheSize;
+      gpu.pool.trim();
+      expect(gpu.bindGroupCacheSize).toBeLessThan(before);
+    }
+    await gpu.sync();
+    gpu.destroy();
+  });
+
+  it('writes recorded in an open batch keep program order, whether the buffer is in use or not', async () => {
+    const gpu = await Gpu.create();
+    const x = randn(100, 26);
+    const y = randn(100, 27);
+    const w = randn(100, 28);
+    const a = gpu.upload(x, [100], 'f32', 'a');
+    const b = gpu.upload(y, [100], 'f32', 'b');
+    const s1 = add(gpu, a, b); // the batch is open and uses a
+    gpu.write(a, w); // a is in use: staged, after s1
+    const fresh = gpu.tensor([100], 'f32', 'fresh');
+    gpu.write(fresh, x); // unused in the batch: straight to the queue
+    const s2 = add(gpu, a, fresh);
+    gpu.write(fresh, y); // now in use: after s2
+    const s3 = add(gpu, fresh, b);
+    expect(await gpu.readF32(s1)).toEqual(addRef(x, y));
+    expect(await gpu.readF32(s2)).toEqual(addRef(w, x));
+    expect(await gpu.readF32(s3)).toEqual(addRef(y, y));
+    gpu.destroy();
+  });
+});
+
+describe('features', () => {
+  it('enables only the features kernels use; the report also lists what the adapter offers', async () => {
+    expect([...WANTED_FEATURES]).toEqual(['shader-f16', 'timestamp-query']);
+    const gpu = await testGpu();
+    for (const f of gpu.report.features) expect(gpu.report.adapterFeatures).toContain(f);
+    expect(gpu.report.features).not.toContain('subgroups');
+    expect(gpu.report.features).not.toContain('chromium-experimental-subgroup-matrix');
   });
 });

@@ -43,11 +43,14 @@ export function formatTable(rows: readonly BenchRow[]): string {
 }
 
 /** Per-kernel GPU time, most expensive first. */
-export function formatProfile(times: readonly KernelTime[]): string {
+export function formatProfile(times: readonly KernelTime[], untimed: readonly { label: string; count: number }[] = []): string {
   const total = times.reduce((a, t) => a + t.totalMs, 0);
   const width = Math.max(6, ...times.map((t) => t.label.length));
   const rows = times.map((t) => `${t.label.padEnd(width)}  ${String(t.count).padStart(8)}  ${t.totalMs.toFixed(3).padStart(12)}  ${(total ? (100 * t.totalMs) / total : 0).toFixed(1).padStart(5)}%`);
-  return [`${'kernel'.padEnd(width)}  ${'calls'.padStart(8)}  ${'GPU ms'.padStart(12)}  share`, ...rows].join('\n');
+  const lines = [`${'kernel'.padEnd(width)}  ${'calls'.padStart(8)}  ${'GPU ms'.padStart(12)}  share`, ...rows];
+  const n = untimed.reduce((a, u) => a + u.count, 0);
+  if (n) lines.push(`not timed (over the profiler's passes per batch): ${n} passes: ${untimed.map((u) => `${u.label}×${u.count}`).join(', ')}`);
+  return lines.join('\n');
 }
 
 /** Runs one suite on a fresh Gpu and prints its rows. */
@@ -61,7 +64,7 @@ export async function runBench(
     const lines = rows.map((r) => JSON.stringify(r));
     if (rows.length) console.log(opts.json ? lines.join('\n') : formatTable(rows));
     if (opts.out && lines.length) appendFileSync(opts.out, lines.join('\n') + '\n');
-    if (opts.profile) console.error(gpu.profiler ? formatProfile(await gpu.profiler.results()) : 'troupe bench: --profile needs timestamp-query, which this adapter lacks');
+    if (opts.profile) console.error(gpu.profiler ? formatProfile(await gpu.profiler.results(), gpu.profiler.untimed()) : 'troupe bench: --profile needs timestamp-query, which this adapter lacks');
     return rows;
   } finally {
     gpu.destroy();

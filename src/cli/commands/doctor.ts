@@ -138,6 +138,7 @@ export function formatDoctor(r: DoctorResult): string {
       `description  ${a.description || '-'}`,
       `driver       ${a.cpuDriver ? `CPU (${a.cpuDriver}): correct but slow, for tests` : 'GPU'}`,
       `features     ${a.features.join(', ') || '-'}`,
+      `unused       ${a.adapterFeatures.filter((f) => !a.features.includes(f)).join(', ') || '-'} (offered by the adapter; troupe does not enable them)`,
       'limits',
       ...KEY_LIMITS.map((k) => {
         const v = a.limits[k];
