@@ -3,159 +3,25 @@
 //
 // Every parser is linear in its input and safe on hostile text (empty, megabytes, unbalanced braces,
 // thousands of boxes): hand-written scanners, and only regexes that cannot backtrack super-linearly.
-// The answer extractors agree with the graders (src/tasks/math/extract.ts extractBoxed,
-// src/tasks/code/grade.ts extractLastCodeBlock) on every input; the tests check it on random text.
+// The answer extractors are the graders' own (src/tasks/math/extract.ts, src/tasks/code/extract.ts), so a
+// role's answer is exactly what the grader reads.
+import { extractLastCodeBlock, fenceOf } from '../tasks/code/extract.ts';
+import { answerRegion, boxedContents as boxedAll, extractBoxed, isSpaceCode } from '../tasks/math/extract.ts';
 import type { TaskKind } from '../tasks/types.ts';
+
+export { answerRegion, boxedAll, isSpaceCode };
 
 // ---------------------------------------------------------------------------------------------------
 // \boxed{}
 
-/** The text answers are read from: what follows the last `</think>`, else the whole response. */
-export function answerRegion(text: string): string {
-  const end = text.lastIndexOf('</think>');
-  return end >= 0 ? text.slice(end + '</think>'.length) : text;
-}
-
-const BACKSLASH = 0x5c;
-const OPEN = 0x7b;
-const CLOSE = 0x7d;
-
-function isWordChar(c: number): boolean {
-  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f;
-}
-
-const WS = /\s/;
-/** What JavaScript's `\s` matches, for one UTF-16 unit. */
-export function isSpaceCode(c: number): boolean {
-  if (c <= 0x20) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
-  if (c < 0xa0) return false;
-  return WS.test(String.fromCharCode(c));
-}
-
-interface BoxCandidate {
-  start: number;
-  /** Index of the `{` of a brace box, or -1 for the `\boxed 5` form. */
-  open: number;
-  /** Start of the `\boxed 5` form's token (after the spaces). */
-  tokenStart: number;
-}
-
-function boxCandidates(text: string): BoxCandidate[] {
-  const out: BoxCandidate[] = [];
-  for (let p = text.indexOf('\\'); p >= 0; p = text.indexOf('\\', p + 1)) {
-    let end: number;
-    if (text.startsWith('boxed', p + 1)) end = p + 6;
-    else if (text.startsWith('fbox', p + 1)) end = p + 5;
-    else continue;
-    if (end < text.length && isWordChar(text.charCodeAt(end))) continue;
-    let j = end;
-    while (j < text.length && (text.charCodeAt(j) === 0x20 || text.charCodeAt(j) === 0x09)) j++;
-    if (j < text.length && text.charCodeAt(j) === OPEN) out.push({ start: p, open: j, tokenStart: -1 });
-    else if (j > end) out.push({ start: p, open: -1, tokenStart: j });
-  }
-  return out;
-}
-
-/**
- * Contents of the \boxed{...} / \fbox{...} boxes of `text`, in order, as the math grader finds them:
- * balanced braces (`\{` and `\}` do not count), a box nested in a found box is part of it, an unbalanced
- * box is skipped (boxes inside it still count), and `\boxed 5` (one token after a space) is a box too.
- * One pass for the braces: linear in `text`.
- */
-export function boxedAll(text: string): string[] {
-  const cands = boxCandidates(text);
-  if (cands.length === 0) return [];
-  // Close index of every brace-box `{`, from one left-to-right bracket-matching pass. A box `{` is never
-  // escaped (it follows a letter or a space), so this pairing equals a depth count started at that `{`.
-  const closeOf = new Map<number, number>();
-  const isBoxOpen = new Set<number>();
-  for (const c of cands) if (c.open >= 0) isBoxOpen.add(c.open);
-  if (isBoxOpen.size > 0) {
-    const stack: number[] = [];
-    for (let i = cands.find((c) => c.open >= 0)!.open; i < text.length; i++) {
-      const c = text.charCodeAt(i);
-      if (c === BACKSLASH) i++;
-      else if (c === OPEN) stack.push(i);
-      else if (c === CLOSE && stack.length > 0) {
-        const o = stack.pop()!;
-        if (isBoxOpen.has(o)) closeOf.set(o, i);
-      }
-    }
-  }
-  const found: string[] = [];
-  let skipUntil = 0;
-  for (const c of cands) {
-    if (c.start < skipUntil) continue;
-    if (c.open >= 0) {
-      const close = closeOf.get(c.open);
-      if (close === undefined) continue;
-      found.push(text.slice(c.open + 1, close));
-      skipUntil = close + 1;
-    } else {
-      let e = c.tokenStart;
-      while (e < text.length && text.charCodeAt(e) !== 0x24 /* $ */ && !isSpaceCode(text.charCodeAt(e))) e++;
-      if (e > c.tokenStart) found.push(text.slice(c.tokenStart, e));
-    }
-  }
-  return found;
-}
-
 /** The final \boxed{} answer of a response (last box after any `</think>`), trimmed; null if none. */
-export function lastBoxed(text: string): string | null {
-  const boxes = boxedAll(answerRegion(text));
-  return boxes.length > 0 ? boxes[boxes.length - 1]!.trim() : null;
-}
+export const lastBoxed = extractBoxed;
 
 // ---------------------------------------------------------------------------------------------------
 // Fenced code
 
-interface Fence {
-  char: number;
-  len: number;
-  info: string;
-}
-
-/** A fence line as the code grader reads one: spaces, >= 3 backticks or tildes, an info word, no other backtick. */
-function fenceOf(line: string): Fence | null {
-  let i = 0;
-  while (i < line.length && isSpaceCode(line.charCodeAt(i))) i++;
-  const ch = line.charCodeAt(i);
-  if (ch !== 0x60 && ch !== 0x7e) return null;
-  let j = i;
-  while (j < line.length && line.charCodeAt(j) === ch) j++;
-  if (j - i < 3) return null;
-  if (line.indexOf('`', j) >= 0) return null;
-  let k = j;
-  while (k < line.length && isSpaceCode(line.charCodeAt(k))) k++;
-  let e = k;
-  while (e < line.length && !isSpaceCode(line.charCodeAt(e))) e++;
-  return { char: ch, len: j - i, info: line.slice(k, e) };
-}
-
-const PYTHON_INFO = /^(?:python3?|py|)$/i;
-
-function fencedBlocks(text: string): { info: string; body: string }[] {
-  const lines = text.replace(/\r\n?/g, '\n').split('\n');
-  const blocks: { info: string; body: string }[] = [];
-  let open: (Fence & { start: number }) | null = null;
-  for (let i = 0; i < lines.length; i++) {
-    const f = fenceOf(lines[i]!);
-    if (!f) continue;
-    if (open === null) open = { ...f, start: i + 1 };
-    else if (f.char === open.char && f.len >= open.len && f.info === '') {
-      blocks.push({ info: open.info, body: lines.slice(open.start, i).join('\n') });
-      open = null;
-    }
-  }
-  return blocks;
-}
-
 /** The body of the last complete fenced block tagged python/py/python3 or untagged, or null (the code grader's rule). */
-export function lastCodeBlock(text: string): string | null {
-  const blocks = fencedBlocks(text);
-  for (let i = blocks.length - 1; i >= 0; i--) if (PYTHON_INFO.test(blocks[i]!.info)) return blocks[i]!.body;
-  return null;
-}
+export const lastCodeBlock = extractLastCodeBlock;
 
 /** The gradable answer of a solving role's response: the last box (math) or the last Python block (code). */
 export function extractAnswer(kind: TaskKind, text: string): string | null {

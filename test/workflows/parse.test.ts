@@ -1,8 +1,7 @@
 // Parsers of role outputs: answers, choice, strategies, verdicts, violations; hostile inputs (empty,
 // 1 MB, unbalanced, thousands of boxes) in bounded time; agreement with the graders' extractors.
 import { describe, expect, it } from 'vitest';
-import { extractLastCodeBlock } from '../../src/tasks/code/grade.ts';
-import { extractBoxed } from '../../src/tasks/math/extract.ts';
+import { refExtractBoxed as extractBoxed, refExtractLastCodeBlock as extractLastCodeBlock } from '../ref/extract.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
 import { clip, CLIP_MARKER } from '../../src/workflows/common.ts';
 import {
@@ -90,7 +89,7 @@ describe('lastBoxed', () => {
     expect(hostile(() => lastBoxed(big))?.length).toBe(900_000);
   });
 
-  it('agrees with the math grader (extractBoxed) on random box soup', () => {
+  it('agrees with the plain definition (test/ref/extract.ts) on random box soup', () => {
     const rng = mulberry32(1234);
     const pieces = ['\\boxed', '\\fbox', '\\boxedx', '{', '}', '{', '}', '\\', '\\{', '\\}', ' ', '\t', '\n', '$', 'a', '7', '</think>', '\\boxed{', '\\boxed '];
     let withBox = 0;
@@ -132,7 +131,7 @@ describe('lastCodeBlock', () => {
     expect(hostile(() => lastCodeBlock('```python\n' + 'x = 1\n'.repeat(150_000) + '```'))?.length).toBe(6 * 150_000 - 1);
   });
 
-  it('agrees with the code grader (extractLastCodeBlock) on random fence soup', () => {
+  it('agrees with the plain definition (test/ref/extract.ts) on random fence soup', () => {
     const rng = mulberry32(99);
     const pieces = ['```', '\n```\n', '\n```python\n', '```py', '\n```js\n', '~~~', '\n~~~\n', '````', '`', '\n', '\n', ' ', 'x', 'py', '\r\n', '```python extra', '``` '];
     let withBlock = 0;

@@ -3,6 +3,7 @@
 import type { CodeTest, Grade } from '../types.ts';
 import { SandboxError } from './errors.ts';
 import { CodeSandbox, type ProgramInput, type RunOutcome } from './sandbox.ts';
+import { extractLastCodeBlock } from './extract.ts';
 
 export interface GradeCodeOptions {
   /** Per test (default 3000 ms). */
@@ -38,25 +39,7 @@ export async function closeSharedCodeSandbox(): Promise<void> {
   await s?.close();
 }
 
-const PYTHON_INFO = /^(python3?|py|)$/i;
-
-/** The body of the last complete fenced block tagged python/py/python3 or untagged, or null. */
-export function extractLastCodeBlock(response: string): string | null {
-  const lines = response.replace(/\r\n?/g, '\n').split('\n');
-  let open: { fence: string; info: string; start: number } | null = null;
-  let last: string | null = null;
-  for (let i = 0; i < lines.length; i++) {
-    const m = /^\s*(`{3,}|~{3,})\s*([^`\s]*)[^`]*$/.exec(lines[i]!);
-    if (!m) continue;
-    if (open === null) {
-      open = { fence: m[1]!, info: m[2]!, start: i + 1 };
-    } else if (m[1]![0] === open.fence[0] && m[1]!.length >= open.fence.length && m[2] === '') {
-      if (PYTHON_INFO.test(open.info)) last = lines.slice(open.start, i).join('\n');
-      open = null;
-    }
-  }
-  return last;
-}
+export { extractLastCodeBlock };
 
 /** Output lines with trailing whitespace removed, and trailing empty lines dropped. */
 export function outputLines(text: string): string[] {
