@@ -16,6 +16,8 @@ export interface TrainLoopOptions {
   /** Continue from the run directory's latest checkpoint. */
   resume: boolean;
   checkpointEvery: number;
+  /** Stop (with a checkpoint, resumable) once this many steps are done, before the configured total. */
+  stopAfter?: number;
   /** Where progress and per-step lines go (stderr by default). */
   log?: { write(s: string): unknown; isTTY?: boolean };
 }
@@ -119,7 +121,7 @@ export async function runTrainLoop(trainer: Trainer, o: TrainLoopOptions): Promi
   const progress = new Progress({ label: 'train', total, stream: log });
   progress.tick(trainer.step, 'starting');
   try {
-    while (!trainer.done) {
+    while (!trainer.done && !(o.stopAfter !== undefined && trainer.step >= o.stopAfter)) {
       const rec = await trainer.trainStep();
       const line = stepLine(rec, total);
       if (log.isTTY) progress.tick(1, line.slice(0, 160));
@@ -132,7 +134,7 @@ export async function runTrainLoop(trainer: Trainer, o: TrainLoopOptions): Promi
         const v = await trainer.validate();
         log.write(validationLine(v) + '\n');
       }
-      if (step % o.checkpointEvery === 0 || trainer.done) {
+      if (step % o.checkpointEvery === 0 || trainer.done || step === o.stopAfter) {
         await writes;
         await saveCheckpoint(o.runDir, await trainer.saveState());
       }
@@ -146,6 +148,10 @@ export async function runTrainLoop(trainer: Trainer, o: TrainLoopOptions): Promi
   }
   progress.done();
   await writes;
+  if (!trainer.done) {
+    log.write(`troupe train: stopped after step ${trainer.step} of ${total}; continue with --resume ${o.runDir}\n`);
+    return { runDir: o.runDir, before: history.before, after: history.after, steps: trainer.step };
+  }
   await saveAdapters(o.runDir, await trainer.adapterFiles());
   await writeReport(o.runDir);
   if (history.before && history.after) log.write(accuracyTable(history.before, history.after) + '\n');

@@ -29,6 +29,7 @@ export const command: Command = {
     ...TRAIN_USAGE_COMMON,
     '  --out RUNDIR              the run directory (metrics.jsonl, samples.jsonl, checkpoints/, adapters/, report.html)',
     '  --resume RUNDIR           continue a run from its latest checkpoint, exactly (same config)',
+    '  --stop-after N            stop after step N with a checkpoint (continue later with --resume)',
     '',
     'A progress bar with ETA on a terminal, one line per step otherwise (stderr). The last stdout line is JSON:',
     '{"runDir", "steps", "before", "after"} with validation accuracy before and after training.',
@@ -36,7 +37,7 @@ export const command: Command = {
   async run(argv) {
     const { values: v } = parse('train', {
       args: argv,
-      options: { ...TRAIN_FLAG_OPTIONS, model: { type: 'string' }, dtype: { type: 'string' }, task: { type: 'string' }, data: { type: 'string' }, out: { type: 'string' }, resume: { type: 'string' }, 'checkpoint-every': { type: 'string' } },
+      options: { ...TRAIN_FLAG_OPTIONS, model: { type: 'string' }, dtype: { type: 'string' }, task: { type: 'string' }, data: { type: 'string' }, out: { type: 'string' }, resume: { type: 'string' }, 'checkpoint-every': { type: 'string' }, 'stop-after': { type: 'string' } },
     });
     const result = await train('train', v as TrainFlags & Record<string, string | undefined>);
     console.log(JSON.stringify({ runDir: result.runDir, steps: result.steps, before: result.before?.accuracy ?? null, after: result.after?.accuracy ?? null }));
@@ -51,7 +52,7 @@ export async function train(command: string, v: TrainFlags & Record<string, stri
   let runDir: string;
   const resume = v.resume !== undefined;
   if (resume) {
-    const given = Object.keys(v).filter((k) => k !== 'resume' && v[k] !== undefined);
+    const given = Object.keys(v).filter((k) => k !== 'resume' && k !== 'stop-after' && v[k] !== undefined);
     if (given.length) throw new UsageError(`troupe ${command}: --resume takes the run's saved config; drop --${given.join(', --')}`);
     runDir = v.resume!;
     let saved: SavedRunConfig;
@@ -84,7 +85,9 @@ export async function train(command: string, v: TrainFlags & Record<string, stri
       if (!(await isEmptyRun(runDir))) throw new UsageError(`troupe ${command}: ${runDir} already holds a run: continue it with --resume ${runDir}, or choose another --out`);
       await replaceFile(join(runDir, RUN_FILES.config), JSON.stringify(saved, null, 2) + '\n');
     }
-    return await runTrainLoop(trainer, { runDir, resume, checkpointEvery: args.checkpointEvery });
+    const stopAfter = v['stop-after'] === undefined ? undefined : numberOption(command, 'stop-after', v['stop-after'], 0);
+    if (stopAfter !== undefined && !(Number.isInteger(stopAfter) && stopAfter >= 1)) throw new UsageError(`troupe ${command}: --stop-after must be a positive integer`);
+    return await runTrainLoop(trainer, { runDir, resume, checkpointEvery: args.checkpointEvery, stopAfter });
   } finally {
     await trainer.release().catch(() => {});
     model.release();
