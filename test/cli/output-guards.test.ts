@@ -9,6 +9,7 @@ import { command as grad } from '../../src/cli/commands/grad.ts';
 import { command as generate } from '../../src/cli/commands/generate.ts';
 import { command as logits } from '../../src/cli/commands/logits.ts';
 import { parseIds } from '../../src/cli/model-args.ts';
+import { nextTokenBatch } from '../../src/model/backward.ts';
 import { readSafetensorsBytes, writeSafetensors, type TensorData } from '../../src/model/safetensors.ts';
 import { checkTokenIds, TokenIdError } from '../../src/model/token-ids.ts';
 import { captureCli } from '../helpers/cli.ts';
@@ -47,6 +48,9 @@ describe('token ids are range-checked before any u32 cast', () => {
     expect(() => parseIds('logits', '1,2.5')).toThrow(/position 1/);
     expect(() => checkTokenIds('dataset row 7', [0, 1, 2 ** 32], 300)).toThrow(TokenIdError);
     expect(() => checkTokenIds('dataset row 7', [0, 1.5], 300)).toThrow(/dataset row 7: token id 1.5 at position 1 is not an integer/);
+    // The training batch packer, where grad and the trainer turn number[] into u32.
+    expect(() => nextTokenBatch([[1, 2], [3, 2 ** 32 + 1]])).toThrow(/nextTokenBatch: sequence 1: token id 4294967297 at position 1/);
+    expect(nextTokenBatch([[1, 2, 3]]).ids).toEqual(Uint32Array.from([1, 2, 3]));
   });
 
   for (const cmd of ['logits', 'grad', 'generate'] as const) {

@@ -39,7 +39,6 @@ describe('browser (Chromium): code sandbox', () => {
     expect(wrong!.reason).toContain('wrong answer');
     expect(call!.reward).toBe(1);
     expect(loop!.reason).toContain('time limit (1000 ms) exceeded');
-    expect(loop!.ms).toBeLessThan(1000 + 1500 + 4000);
     expect(hostile!.reason).toContain("module 'js' is not available");
     expect(again!.reward).toBe(1);
     expect(browser!.errors).toEqual([]);
