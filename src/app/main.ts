@@ -394,7 +394,7 @@ function render(): void {
   const run = records.find((r): r is RunRecord => r.type === 'run');
   const steps = records.filter((r): r is StepRecord => r.type === 'step').sort((a, b) => a.step - b.step);
   const hasValidation = records.some((r) => r.type === 'validation');
-  $('run-header').innerHTML = run ? runHeader(run, steps) : '<span class="muted">no run yet</span>';
+  $('run-header').innerHTML = run ? runHeader(run, steps, false) : '<span class="muted">no run yet</span>';
   $('step-timing').textContent = stepTiming(steps, run);
   $('before-after').innerHTML = hasValidation ? beforeAfterTable(records) : '<span class="muted">no validation yet</span>';
   charts.update(records);
@@ -437,7 +437,7 @@ async function importFiles(files: File[]): Promise<void> {
   samples = samps.length || recs.length ? samps : samples;
   state = 'idle';
   render();
-  setState('idle', `viewing ${files.map((f) => f.name).join(', ')}: ${recs.length} records, ${samps.length} samples${bad ? `, ${bad} unreadable lines skipped` : ''}`);
+  setState('idle', `viewing ${files.map((f) => f.name).join(', ')}: ${recs.length} records, ${samps.length} samples${bad ? `, ${bad} unreadable line${bad === 1 ? '' : 's'} skipped` : ''}`);
 }
 
 // ---- wiring ----

@@ -196,14 +196,24 @@ export function drawChart(U: UPlotCtor, el: HTMLElement, spec: ChartSpec, width:
     if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(2);
     return String(Math.round(v * 1e4) / 1e4);
   };
+  // A flat series (all rewards 0) gets a small band around its value instead of uPlot's 0..100.
+  const range = (_u: unknown, min: number | null, max: number | null): [number, number] => {
+    if (min === null || max === null) return [0, 1];
+    if (max - min < 1e-9 * Math.max(1, Math.abs(max))) {
+      const pad = Math.abs(max) > 0 ? Math.abs(max) * 0.1 : 1;
+      return [min - pad, max + pad];
+    }
+    const pad = (max - min) * 0.08;
+    return [min - pad, max + pad];
+  };
   const opts = {
     title: spec.title,
     width,
     height,
-    scales: { x: { time: false } },
+    scales: { x: { time: false }, y: { range } },
     legend: { live: true },
     cursor: { drag: { x: true, y: false } },
-    axes: [{ label: 'step' }, { size: 60, values: (_u: unknown, vals: number[]) => vals.map((v) => fmt(v)) }],
+    axes: [{ label: 'step' }, { size: 72 }],
     series: [
       { label: 'step' },
       ...spec.series.map((s) => ({

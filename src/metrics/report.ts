@@ -66,12 +66,15 @@ table.kv th, table.grid th { background: var(--soft); font-weight: 600; }
 .turn .meta { font-size: 12px; color: var(--muted); }
 .turn .viol { color: var(--bad); font-weight: 600; }
 .turn pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0; font: 12px/1.4 ui-monospace, Menlo, Consolas, monospace; max-height: 320px; overflow: auto; }
+.turn pre.blank { color: var(--muted); font-style: italic; }
+.run-header { display: flex; gap: 24px; flex-wrap: wrap; align-items: flex-start; }
+.run-header details.config > summary { cursor: pointer; font-weight: 600; margin: 6px 0; }
 .turn details > summary { cursor: pointer; color: var(--muted); font-size: 12px; }
 .filters label { margin-right: 12px; }
 .hide-role { display: none; }
 `;
 
-export function runHeader(run: RunRecord | undefined, steps: StepRecord[]): string {
+export function runHeader(run: RunRecord | undefined, steps: StepRecord[], configOpen = true): string {
   if (!run) return '<p class="muted">No run record in the metrics.</p>';
   const main: [string, unknown][] = [
     ['workflow', run.workflow],
@@ -85,14 +88,21 @@ export function runHeader(run: RunRecord | undefined, steps: StepRecord[]): stri
   const adapters = Object.entries(run.adapters ?? {})
     .map(([role, a]) => `${esc(role)} → ${a === null ? '<span class="muted">frozen</span>' : esc(a)}`)
     .join('<br>');
+  const c = run.config ?? {};
+  const num = (k: string) => (typeof c[k] === 'number' ? (c[k] as number) : undefined);
+  const lora = c.lora as { rank?: number; alpha?: number } | undefined;
+  if (num('steps') !== undefined) main.push(['steps planned', num('steps')]);
+  if (num('batchTasks') !== undefined) main.push(['tasks × group', `${num('batchTasks')} × ${num('groupSize') ?? '?'}`]);
+  if (num('lr') !== undefined) main.push(['lr', num('lr')]);
+  if (lora && typeof lora === 'object') main.push(['LoRA rank / alpha', `${lora.rank ?? '?'} / ${lora.alpha ?? '?'}`]);
   const rows = main.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(fmtValue(v))}</td></tr>`).join('');
-  const config = Object.entries(run.config ?? {})
+  const config = Object.entries(c)
     .map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(fmtValue(v))}</td></tr>`)
     .join('');
   return (
-    `<div style="display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start">` +
+    `<div class="run-header">` +
     `<table class="kv">${rows}<tr><th>adapters</th><td>${adapters || '—'}</td></tr></table>` +
-    (config ? `<table class="kv"><tr><th colspan="2">config</th></tr>${config}</table>` : '') +
+    (config ? `<details class="config"${configOpen ? ' open' : ''}><summary>config (${Object.keys(c).length} fields)</summary><table class="kv">${config}</table></details>` : '') +
     `</div>`
   );
 }
@@ -133,6 +143,13 @@ export function roleBadge(role: string, slot?: string): string {
   return `<span class="role" style="background:${esc(roleColor(role))}">${esc(name)}</span>`;
 }
 
+/** A response as text; one that is empty or only whitespace says so (and shows it escaped) instead of a blank box. */
+function responseHtml(text: string): string {
+  if (text.trim() !== '') return `<pre>${esc(text)}</pre>`;
+  const shown = JSON.stringify(text.length > 200 ? text.slice(0, 200) + '…' : text);
+  return `<pre class="blank">${text.length ? `(only whitespace, ${text.length} characters: ${esc(shown)})` : '(empty response)'}</pre>`;
+}
+
 /** One episode: every turn by role, its advantage, finish reason; violations highlighted. */
 export function episodeHtml(s: SampleRecord): string {
   const turns = s.turns
@@ -144,7 +161,8 @@ export function episodeHtml(s: SampleRecord): string {
       return (
         `<div class="turn${v}" data-role="${esc(t.role)}">${roleBadge(t.role, t.slot)} <span class="meta">${meta}</span>` +
         `<details><summary>prompt</summary><pre>${esc(t.prompt)}</pre></details>` +
-        `<pre>${esc(t.response)}</pre></div>`
+        responseHtml(t.response) +
+        `</div>`
       );
     })
     .join('');

@@ -5,8 +5,12 @@
 // The demo model comes from public/demo-model/; without it, a random tiny Qwen3 (full Qwen3 vocabulary, so
 // the shipped tokenizer fits) is written to test-results/app/tiny-model/ and picked as a local folder.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unzipStore } from '../../src/app/zip.ts';
 import { Gpu } from '../../src/gpu/gpu.ts';
@@ -45,6 +49,27 @@ function tinyModel(dir: string): Record<string, unknown> {
   return json;
 }
 
+/** A plain static file server (no special headers), as any host of the built site would be. */
+async function staticServer(root: string): Promise<{ url: string; server: Server }> {
+  const types: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json' };
+  const server = createServer((req, res) => {
+    const path = join(root, decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname).replace(/\/$/, '/index.html'));
+    readFile(path).then(
+      (body) => {
+        res.writeHead(200, { 'content-type': types[extname(path)] ?? 'application/octet-stream' });
+        res.end(body);
+      },
+      () => {
+        res.writeHead(404);
+        res.end();
+      },
+    );
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  // A sub-folder URL: the site must use relative paths.
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server };
+}
+
 describe('browser (Chromium): the troupe app', () => {
   let browser: Browser | undefined;
   beforeAll(async () => {
@@ -72,7 +97,7 @@ describe('browser (Chromium): the troupe app', () => {
     writeFileSync(join(OUT, 'samples.jsonl'), toJsonl(samples));
     await page.setInputFiles('#import-file', [join(OUT, 'metrics.jsonl'), join(OUT, 'samples.jsonl')]);
     await page.waitForSelector(`body[data-records="${records.length}"][data-samples="${samples.length}"]`);
-    expect(await page.textContent('#status')).toContain('1 unreadable lines skipped');
+    expect(await page.textContent('#status')).toContain('1 unreadable line skipped');
     const r = await page.evaluate(() => ({
       charts: [...document.querySelectorAll<HTMLElement>('#charts .chart')].map((c) => ({ id: c.dataset.chart, canvas: !!c.querySelector('canvas'), series: c.dataset.series })),
       table: document.querySelector('#before-after table')?.textContent ?? '',
@@ -173,4 +198,27 @@ describe('browser (Chromium): the troupe app', () => {
     }
     expect(browser!.errors.slice(before).filter((e) => !expectedErrors(e))).toEqual([]);
   }, 1_200_000);
+
+  it('builds to a static site that works from a plain file server (relative paths, worker included)', async () => {
+    const page = browser!.page;
+    const site = join(OUT, 'site', 'troupe');
+    await build({ configFile: join(ROOT, 'vite.app.config.ts'), logLevel: 'error', build: { outDir: site, emptyOutDir: true } });
+    const { url, server } = await staticServer(join(OUT, 'site'));
+    const before = browser!.errors.length;
+    try {
+      await page.goto(`${url}troupe/`);
+      await page.waitForSelector('body[data-webgpu="yes"]');
+      await page.setInputFiles('#import-file', [join(OUT, 'metrics.jsonl'), join(OUT, 'samples.jsonl')]);
+      await page.waitForSelector('body[data-records]:not([data-records="0"])');
+      expect(await page.evaluate(() => document.querySelectorAll('#charts canvas').length)).toBe(ROLE_METRICS.length + 3);
+      // The training worker loads from the built chunks and reaches WebGPU.
+      await page.selectOption('#workflow', 'single');
+      await page.click('#start');
+      await page.waitForFunction(() => /training on browser WebGPU/.test(document.querySelector('#log')!.textContent!), null, { timeout: 120_000 });
+      expect(browser!.errors.slice(before).filter((e) => !expectedErrors(e))).toEqual([]);
+    } finally {
+      await page.goto('about:blank');
+      server.close();
+    }
+  });
 });
