@@ -109,6 +109,8 @@ export class Gpu {
    * another tensor is still the same GPUBuffer, so a bind group over it stays valid for the same layout. */
   private readonly bindGroups = new Map<string, GPUBindGroup>();
   readonly bindGroupStats = { hits: 0, misses: 0 };
+  /** Reuse bind groups (on by default; off only to measure what they cost, bench/dispatch.ts). */
+  cacheBindGroups = true;
   /** Buffers that commands recorded in the open batch use: writes to any other buffer go straight to the queue. */
   private batchBuffers = new Set<GPUBuffer>();
   private readonly pendingErrors: Promise<GpuError | null>[] = [];
@@ -379,14 +381,16 @@ export class Gpu {
     }
     // Inside the batch's error scopes, so a bind group error is reported with the batch's kernels.
     this.beginBatch();
-    let bindGroup = this.bindGroups.get(key);
+    let bindGroup = this.cacheBindGroups ? this.bindGroups.get(key) : undefined;
     if (bindGroup) {
       this.bindGroupStats.hits++;
     } else {
       this.bindGroupStats.misses++;
       bindGroup = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label });
-      if (this.bindGroups.size >= BIND_GROUP_CACHE) this.bindGroups.delete(this.bindGroups.keys().next().value!);
-      this.bindGroups.set(key, bindGroup);
+      if (this.cacheBindGroups) {
+        if (this.bindGroups.size >= BIND_GROUP_CACHE) this.bindGroups.delete(this.bindGroups.keys().next().value!);
+        this.bindGroups.set(key, bindGroup);
+      }
     }
     for (const e of entries) this.batchBuffers.add((e.resource as GPUBufferBinding).buffer);
     let pass: GPUComputePassEncoder;

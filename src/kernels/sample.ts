@@ -2,7 +2,7 @@
 // seeded stream; returns the chosen ids, their log-probabilities under softmax(logits / T), and the
 // entropy of that distribution.
 import type { Gpu } from '../gpu/gpu.ts';
-import type { Tensor } from '../gpu/tensor.ts';
+import { Tensor } from '../gpu/tensor.ts';
 import { Uniforms } from '../gpu/uniforms.ts';
 import { expectDtype, ShapeError } from './check.ts';
 import { MAX_WORKGROUPS } from './grid.ts';
@@ -43,27 +43,66 @@ export interface SampleOutput {
   entropies: Tensor;
 }
 
-/** logits: f32 [rows, vocab]. */
-export function sampleTokens(gpu: Gpu, logits: Tensor, rows: readonly SamplingRow[], out?: SampleOutput): SampleOutput {
+type Slot = Tensor | { buffer: GPUBuffer; offset: number; size: number };
+
+function checkLogits(logits: Tensor, rows: readonly SamplingRow[]): [number, number] {
   expectDtype('sample', logits, 'f32');
   const [n, vocab] = logits.shape as [number, number];
   if (logits.shape.length !== 2 || n !== rows.length) {
     throw new ShapeError(`sample: ${logits.label} has shape [${logits.shape}], expected [${rows.length}, vocab]`);
   }
+  return [n, vocab];
+}
+
+function dispatchSample(gpu: Gpu, logits: Tensor, rows: readonly SamplingRow[], n: number, vocab: number, tokens: Slot, logprobs: Slot, entropies: Slot): void {
   const params = gpu.upload(new Uint32Array(packSamplingRows(rows)), [Math.max(1, n) * ROW_WORDS], 'u32', 'sample.rows');
+  gpu.dispatch({
+    shader: 'sample',
+    uniforms: new Uniforms().u32(vocab).u32(n).u32(0).u32(0),
+    bindings: [logits, params, tokens, logprobs, entropies],
+    workgroups: [Math.min(n, MAX_WORKGROUPS), Math.ceil(n / MAX_WORKGROUPS)],
+    label: 'sample',
+  });
+  params.release();
+}
+
+/** logits: f32 [rows, vocab]. Submits the batch (the draws start on the GPU at once). */
+export function sampleTokens(gpu: Gpu, logits: Tensor, rows: readonly SamplingRow[], out?: SampleOutput): SampleOutput {
+  const [n, vocab] = checkLogits(logits, rows);
   const o = out ?? {
     tokens: gpu.tensor([n], 'u32', 'sample.tokens'),
     logprobs: gpu.tensor([n], 'f32', 'sample.logprobs'),
     entropies: gpu.tensor([n], 'f32', 'sample.entropies'),
   };
-  gpu.dispatch({
-    shader: 'sample',
-    uniforms: new Uniforms().u32(vocab).u32(n).u32(0).u32(0),
-    bindings: [logits, params, o.tokens, o.logprobs, o.entropies],
-    workgroups: [Math.min(n, MAX_WORKGROUPS), Math.ceil(n / MAX_WORKGROUPS)],
-    label: 'sample',
-  });
+  dispatchSample(gpu, logits, rows, n, vocab, o.tokens, o.logprobs, o.entropies);
   gpu.flush();
-  params.release();
   return o;
+}
+
+export interface PackedSample {
+  /** Owns the buffer: u32 [3 · stride], tokens at 0, logprob bits at stride, entropy bits at 2 · stride. */
+  packed: Tensor;
+  /** Elements from one section to the next (n rounded up to the storage offset alignment). */
+  stride: number;
+  /** The sampled ids, u32 [n]: a view of packed (do not release it), usable as the next forward's ids. */
+  tokens: Tensor;
+}
+
+/** Like sampleTokens, but the three results share one buffer (one copy and one map to read them back, see
+ * readPackedSample) and nothing is submitted: the caller's read submits the whole step at once. */
+export function sampleTokensPacked(gpu: Gpu, logits: Tensor, rows: readonly SamplingRow[]): PackedSample {
+  const [n, vocab] = checkLogits(logits, rows);
+  const align = gpu.limits.minStorageBufferOffsetAlignment;
+  const stride = Math.ceil((Math.max(1, n) * 4) / align) * (align / 4);
+  const packed = gpu.tensor([3 * stride], 'u32', 'sample.packed');
+  const slot = (k: number) => ({ buffer: packed.buffer, offset: k * stride * 4, size: Math.max(1, n) * 4 });
+  dispatchSample(gpu, logits, rows, n, vocab, slot(0), slot(1), slot(2));
+  return { packed, stride, tokens: new Tensor(gpu, packed.buffer, [n], 'u32', 'sample.tokens') };
+}
+
+/** Reads a packed sample back in one map: ids, log-probabilities, entropies of its n rows. */
+export async function readPackedSample(gpu: Gpu, s: PackedSample): Promise<{ tokens: Uint32Array; logprobs: Float32Array; entropies: Float32Array }> {
+  const n = s.tokens.size;
+  const raw = await gpu.readBytes(s.packed.buffer, 0, (2 * s.stride + Math.max(1, n)) * 4, s.packed.label);
+  return { tokens: new Uint32Array(raw, 0, n), logprobs: new Float32Array(raw, s.stride * 4, n), entropies: new Float32Array(raw, 2 * s.stride * 4, n) };
 }

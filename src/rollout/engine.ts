@@ -9,7 +9,7 @@
 // forward), and draws tokens on the GPU from its own seeded stream.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { type SamplingRow, sampleTokens } from '../kernels/sample.ts';
+import { type PackedSample, readPackedSample, type SamplingRow, sampleTokensPacked } from '../kernels/sample.ts';
 import { KvCache, type PagedSeq, releaseBatch } from '../model/kv-cache.ts';
 import type { LinearAdapter } from '../model/adapter.ts';
 import type { AdapterSet, RowsTrainableAdapter } from '../model/lora.ts';
@@ -109,6 +109,13 @@ export class RolloutEngine {
   private readonly waiting: Sequence[] = [];
   private readonly running: Sequence[] = [];
   private pumping: Promise<void> | null = null;
+  /** The last step's draws, kept on the GPU: the next decode step takes its ids from them when it runs the
+   * same sequences in the same order. */
+  private lastSample: { seqs: Sequence[]; sample: PackedSample } | null = null;
+  /** Calls made and calls finished so far: the scheduling loop yields to the event loop only when these
+   * moved (a finished call's caller may be about to make new ones that should join the next step). */
+  private arrivals = 0;
+  private finished = 0;
   private readonly stopIds: Set<number>;
   private readonly opts: Required<Omit<EngineOptions, 'adapters' | 'stopIds' | 'kvBudgetBytes' | 'kvDtype'>>;
   readonly stats = { prefills: 0, decodeSteps: 0, tokens: 0, preemptions: 0, maxConcurrent: 0 };
@@ -197,6 +204,7 @@ export class RolloutEngine {
       options.signal?.addEventListener('abort', () => this.endEarly(seq, 'abort'), { once: true });
       if (options.timeoutMs !== undefined) seq.timer = setTimeout(() => this.endEarly(seq, 'timeout'), options.timeoutMs);
       this.waiting.push(seq);
+      this.arrivals++;
       this.pump();
     });
   }
@@ -215,16 +223,27 @@ export class RolloutEngine {
   private pump(): void {
     if (this.pumping) return;
     this.pumping = (async () => {
+      let seenArrivals = -1;
+      let seenFinished = -1;
       try {
         while (this.waiting.length || this.running.length) {
-          // Let calls made in the same tick join this step.
-          await new Promise((r) => setTimeout(r, 0));
+          if (this.arrivals !== seenArrivals || this.finished !== seenFinished) {
+            // Let calls made in the same tick (and the follow-ups of calls that just finished) join this step.
+            await new Promise((r) => setTimeout(r, 0));
+            seenArrivals = this.arrivals;
+            seenFinished = this.finished;
+          } else {
+            // Nothing new since the last step: no timer (at least 1 ms under Node), only a microtask turn.
+            await Promise.resolve();
+          }
           this.reapEnded();
           const admitted = this.admit();
           if (admitted.length) await this.prefill(admitted);
           else if (this.running.length) await this.decodeStep();
         }
+        this.dropLastSample();
       } catch (e) {
+        this.dropLastSample();
         const err = e instanceof Error ? e : new Error(String(e));
         for (const s of [...this.waiting.splice(0), ...this.running.splice(0)]) {
           this.releasePages(s);
@@ -291,7 +310,13 @@ export class RolloutEngine {
     }
   }
 
+  private dropLastSample(): void {
+    this.lastSample?.sample.packed.release();
+    this.lastSample = null;
+  }
+
   private async prefill(admitted: Sequence[]): Promise<void> {
+    this.dropLastSample();
     const tokensOf = (s: Sequence) => [...s.promptIds, ...s.ids];
     const seqs: PagedSeq[] = admitted.map((s) => ({ pages: s.pages, cachedLen: s.cached, newTokens: tokensOf(s).length - s.cached }));
     const ids = Uint32Array.from(admitted.flatMap((s) => tokensOf(s).slice(s.cached)));
@@ -324,9 +349,19 @@ export class RolloutEngine {
     if (!this.running.length) return;
     const seqs = [...this.running];
     const batch = this.kv.buildBatch(seqs.map((s) => ({ pages: s.pages, cachedLen: s.cached, newTokens: 1 })));
-    const ids = Uint32Array.from(seqs.map((s) => s.ids[s.ids.length - 1]!));
-    const logits = this.withRows(seqs, () => 1, (adapter) => this.model.decode(ids, { kv: this.kv, batch }, { adapter }));
-    releaseBatch(batch);
+    // The last draws are each sequence's newest id when the batch is the same sequences in the same order
+    // (nothing joined, left or was preempted): then they stay on the GPU.
+    const prev = this.lastSample;
+    this.lastSample = null;
+    const same = prev !== null && prev.seqs.length === seqs.length && prev.seqs.every((s, i) => s === seqs[i]);
+    const ids = same ? prev.sample.tokens : Uint32Array.from(seqs.map((s) => s.ids[s.ids.length - 1]!));
+    let logits: Tensor;
+    try {
+      logits = this.withRows(seqs, () => 1, (adapter) => this.model.decode(ids, { kv: this.kv, batch }, { adapter }));
+    } finally {
+      prev?.sample.packed.release();
+      releaseBatch(batch);
+    }
     for (const s of seqs) s.cached++;
     this.stats.decodeSteps++;
     this.stats.maxConcurrent = Math.max(this.stats.maxConcurrent, seqs.length);
@@ -344,12 +379,18 @@ export class RolloutEngine {
 
   private async sampleAndAdvance(seqs: Sequence[], logits: Tensor): Promise<void> {
     const rows: SamplingRow[] = seqs.map((s) => ({ temperature: s.opts.temperature, topP: s.opts.topP, seed: s.opts.seed, stream: s.opts.stream, step: s.ids.length }));
-    const out = sampleTokens(this.gpu, logits, rows);
-    const [tokens, logprobs, entropies] = await Promise.all([this.gpu.read(out.tokens), this.gpu.readF32(out.logprobs), this.gpu.readF32(out.entropies)]);
+    // The forward and the draws go in one submit, and the ids, log-probs and entropies come back in one map.
+    const sample = sampleTokensPacked(this.gpu, logits, rows);
     logits.release();
-    out.tokens.release();
-    out.logprobs.release();
-    out.entropies.release();
+    let read: Awaited<ReturnType<typeof readPackedSample>>;
+    try {
+      read = await readPackedSample(this.gpu, sample);
+    } catch (e) {
+      sample.packed.release();
+      throw e;
+    }
+    const { tokens, logprobs, entropies } = read;
+    this.lastSample = { seqs, sample };
     seqs.forEach((s, i) => {
       if (s.ended) return;
       const t = tokens[i]!;
@@ -406,6 +447,7 @@ export class RolloutEngine {
   }
 
   private finishNow(s: Sequence, reason: FinishReason): void {
+    this.finished++;
     if (s.timer) clearTimeout(s.timer);
     this.releasePages(s);
     let text = this.tokenizer?.decode(s.ids, { skipSpecialTokens: true }) ?? '';
@@ -430,6 +472,7 @@ export class RolloutEngine {
     for (const s of [...this.waiting, ...this.running]) this.endEarly(s, 'abort');
     await this.pumping;
     this.reapEnded();
+    this.dropLastSample();
     this.prefix?.clear();
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type SamplingRow, sampleTokens } from '../../src/kernels/sample.ts';
+import { readPackedSample, type SamplingRow, sampleTokens, sampleTokensPacked } from '../../src/kernels/sample.ts';
+import { embedding } from '../../src/kernels/embedding.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/random.ts';
 import { entropyRef, logSoftmaxAt, sampleRef, samplingDistributionRef } from '../ref/sample.ts';
@@ -100,4 +101,31 @@ describe('sample', () => {
     expect(() => sampleTokens(gpu, t, [{ temperature: -1, topP: 1, seed: 0, stream: 0, step: 0 }])).toThrow(/temperature/);
     expect(() => sampleTokens(gpu, t, [])).toThrow(/expected \[0, vocab\]/);
   });
+});
+
+describe('sample, packed output', () => {
+  for (const n of [1, 5, 70]) {
+    it(`one buffer, one read: the same ids, log-probs and entropies as the three-tensor path (${n} rows)`, async () => {
+      const gpu = await testGpu();
+      const vocab = 301;
+      const rows: SamplingRow[] = Array.from({ length: n }, (_, i) => ({ temperature: [0, 1, 0.7][i % 3]!, topP: [1, 0.9][i % 2]!, seed: 77 + i, stream: i % 4, step: 3 * i }));
+      const logits = randn(n * vocab, 500 + n, 2);
+      const want = await runRows(logits, vocab, rows);
+      const t = gpu.upload(logits, [n, vocab], 'f32', 'logits');
+      const s = sampleTokensPacked(gpu, t, rows);
+      expect(s.stride).toBeGreaterThanOrEqual(n);
+      expect((s.stride * 4) % gpu.limits.minStorageBufferOffsetAlignment).toBe(0);
+      // The ids stay usable on the GPU (here: gathering rows of a table by them, as the next forward's embedding does).
+      const table = gpu.upload(randn(vocab * 3, 9), [vocab, 3], 'f32', 'table');
+      const gathered = embedding(gpu, table, s.tokens);
+      const got = await readPackedSample(gpu, s);
+      expect(Array.from(got.tokens)).toEqual(Array.from(want.tokens));
+      expect(Array.from(got.logprobs)).toEqual(Array.from(want.logprobs));
+      expect(Array.from(got.entropies)).toEqual(Array.from(want.entropies));
+      const tab = await gpu.readF32(table);
+      const g = await gpu.readF32(gathered);
+      Array.from(want.tokens).forEach((id, r) => expect(Array.from(g.subarray(3 * r, 3 * r + 3))).toEqual(Array.from(tab.subarray(3 * id, 3 * id + 3))));
+      for (const x of [t, s.packed, table, gathered]) x.release();
+    });
+  }
 });

@@ -1,0 +1,108 @@
+// The engine's decode loop on the host side: one submit and one map per step, the sampled ids kept on
+// the GPU while the batch does not change, bind groups reused, no timer per step; and the tokens stay
+// those of transformers' greedy continuation (the gqa-tied fixture) and of one-at-a-time runs.
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Gpu } from '../../src/gpu/gpu.ts';
+import { Qwen3Model } from '../../src/model/qwen3.ts';
+import { DirectorySource } from '../../src/model/source.ts';
+import { loadQwen3 } from '../../src/model/weights.ts';
+import { RolloutEngine } from '../../src/rollout/engine.ts';
+import { testGpu } from '../helpers/gpu.ts';
+import { FIXTURE_MODELS, readFixture } from '../helpers/tiny-qwen3.ts';
+
+let gpu: Gpu;
+let model: Qwen3Model;
+let greedyPrompt: number[];
+let greedyIds: number[];
+
+beforeAll(async () => {
+  gpu = await testGpu();
+  const dir = `${FIXTURE_MODELS}/gqa-tied`;
+  const { config, weights } = await loadQwen3(gpu, new DirectorySource(dir), { dtype: 'f32' });
+  model = new Qwen3Model(gpu, config, weights);
+  const ref = await readFixture(`${dir}/reference.safetensors`);
+  greedyPrompt = Array.from(ref.get('greedy_prompt')!.values);
+  greedyIds = Array.from(ref.get('greedy_ids')!.values);
+});
+
+/** Counts submits, reads back, id uploads and timers while `f` runs. */
+async function counting<T>(f: () => Promise<T>): Promise<{ result: T; submits: number; reads: number; idUploads: number; timers: number }> {
+  const c = { submits: 0, reads: 0, idUploads: 0, timers: 0 };
+  const queue = gpu.device.queue;
+  const submit = queue.submit;
+  const readBytes = gpu.readBytes;
+  const upload = gpu.upload;
+  const setTimer = globalThis.setTimeout;
+  queue.submit = function (this: GPUQueue, ...a: Parameters<GPUQueue['submit']>) {
+    c.submits++;
+    return submit.apply(this, a);
+  };
+  gpu.readBytes = function (this: Gpu, ...a: Parameters<Gpu['readBytes']>) {
+    c.reads++;
+    return readBytes.apply(this, a);
+  };
+  gpu.upload = function (this: Gpu, ...a: Parameters<Gpu['upload']>) {
+    if (a[3] === 'embedding.ids') c.idUploads++;
+    return upload.apply(this, a);
+  };
+  globalThis.setTimeout = ((...a: Parameters<typeof setTimeout>) => {
+    c.timers++;
+    return setTimer(...a);
+  }) as typeof setTimeout;
+  try {
+    const result = await f();
+    return { result, ...c };
+  } finally {
+    queue.submit = submit;
+    gpu.readBytes = readBytes;
+    gpu.upload = upload;
+    globalThis.setTimeout = setTimer;
+  }
+}
+
+describe('decode loop', () => {
+  it('one submit and one read a step, ids stay on the GPU, no timer a step; tokens equal transformers', async () => {
+    const e = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32' });
+    const n = greedyIds.length;
+    const opts = { maxNewTokens: n, temperature: 0, ignoreEos: true };
+    // Warm-up (pipelines, bind groups), then the counted run.
+    await Promise.all([e.generate('a', greedyPrompt, opts), e.generate('b', greedyPrompt, opts)]);
+    const before = { ...e.stats };
+    const hits = gpu.bindGroupStats.hits;
+    const misses = gpu.bindGroupStats.misses;
+    const c = await counting(() => Promise.all([e.generate('a', greedyPrompt, opts), e.generate('b', greedyPrompt, { ...opts, temperature: 0.8, seed: 5 })]));
+    const prefills = e.stats.prefills - before.prefills;
+    const steps = e.stats.decodeSteps - before.decodeSteps;
+    expect(prefills).toBe(1);
+    expect(steps).toBe(n - 1);
+    expect(c.result[0].ids).toEqual(greedyIds);
+    expect(c.result[1].ids).toHaveLength(n);
+    // Each forward (prefill or decode step) with its draws is one submit and one map of one buffer.
+    expect(c.reads).toBe(prefills + steps);
+    expect(c.submits).toBe(prefills + steps);
+    // Only the prefill uploads ids (its tokens, and the rows of each sequence's last token): every decode step
+    // runs the same two sequences, so it takes the last draws on the GPU.
+    expect(c.idUploads).toBe(2);
+    // A timer only where calls arrived or finished (to let new calls join), not once a step.
+    expect(c.timers).toBeLessThanOrEqual(3);
+    // The second run's steps reuse the first run's bind groups.
+    expect(gpu.bindGroupStats.hits - hits).toBeGreaterThan(10 * (gpu.bindGroupStats.misses - misses));
+    await e.close();
+  });
+
+  it('sequences joining and leaving the batch get the same tokens as one at a time', async () => {
+    const e = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32' });
+    const prompts = [greedyPrompt, greedyPrompt.slice(0, 5), [...greedyPrompt.slice(2), 7, 11]];
+    const lens = [3, 9, 6];
+    const optsOf = (i: number) => ({ maxNewTokens: lens[i]!, temperature: i === 1 ? 0 : 0.9, seed: 40 + i, ignoreEos: true });
+    const alone: number[][] = [];
+    for (let i = 0; i < prompts.length; i++) alone.push((await e.generate('r', prompts[i]!, optsOf(i))).ids);
+    // The third call arrives while the first two decode: it joins with a prefill, the first leaves after 3 tokens.
+    const first = [e.generate('r', prompts[0]!, optsOf(0)), e.generate('r', prompts[1]!, optsOf(1))];
+    await new Promise((r) => setTimeout(r, 0));
+    const third = e.generate('r', prompts[2]!, optsOf(2));
+    const together = await Promise.all([...first, third]);
+    together.forEach((r, i) => expect(r.ids).toEqual(alone[i]!));
+    await e.close();
+  });
+});
