@@ -8,6 +8,7 @@
 // logp 2.9e-6 absolute (values −3 … −31); clip fractions equal (the same tokens clip); LoRA gradients relError
 // (max |Δ| / max |g| per tensor) 5.5e-6, elementwise 0.18 of |Δ| <= 5e-4·|g| + 1e-5·max|g|. The bounds below
 // are 2-4 times those.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,7 +23,6 @@ import { DirectorySource } from '../../src/model/source.ts';
 import { loadQwen3 } from '../../src/model/weights.ts';
 import { GrpoBatchError, grpoGradients, type GrpoGradResult, packGrpoBatch, parseGrpoBatch, type PackedGrpoBatch } from '../../src/rl/grpo-batch.ts';
 import type { LossAggMode } from '../../src/rl/loss.ts';
-import { spawnTroupe } from '../helpers/cli.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { maxAbs, mixedError, relError } from '../helpers/random.ts';
 import { FIXTURE_MODELS, readFixture } from '../helpers/tiny-qwen3.ts';
@@ -76,6 +76,12 @@ afterAll(async () => {
   set?.release();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
+
+/** `node bin/troupe.mjs ...args` as a user runs it (not through test/helpers/cli.ts: that imports every command). */
+function spawnTroupe(args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync('node', ['bin/troupe.mjs', ...args], { encoding: 'utf8', timeout: 300_000 });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
 
 function zeroGrads(a: LoraAdapter): void {
   for (const p of a.parameters()) gpu.write(p.grad, new Float32Array(p.grad.size));
