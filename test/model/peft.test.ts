@@ -54,6 +54,8 @@ describe('PEFT save / load', () => {
     const loaded = await loadPeft(gpu, asSource({ ...files }), MODEL, 'gen2');
     expect(loaded.baseModel).toBe('Qwen/Qwen3-0.6B');
     expect(loaded.adapter.scale).toBe(a.scale);
+    // a loaded adapter starts at a version no earlier adapter had (copies keyed on versions never go stale)
+    expect(loaded.adapter.version).toBeGreaterThan(a.version);
     const before = await values(gpu, a);
     const after = await values(gpu, loaded.adapter);
     expect([...after.keys()]).toEqual([...before.keys()]);
