@@ -19,8 +19,11 @@ export interface MemoryStats {
 }
 
 export class BufferPool {
+  /** Free buffers per size class, sorted by creation order, newest first: acquire takes the oldest. */
   private readonly free = new Map<number, GPUBuffer[]>();
   private readonly sizes = new WeakMap<GPUBuffer, number>();
+  private readonly order = new WeakMap<GPUBuffer, number>();
+  private created = 0;
   readonly stats: MemoryStats = { liveBytes: 0, pooledBytes: 0, peakBytes: 0, largestBufferBytes: 0, buffers: 0 };
 
   constructor(
@@ -39,6 +42,7 @@ export class BufferPool {
     } else {
       buf = this.create(size, label);
       this.sizes.set(buf, size);
+      this.order.set(buf, this.created++);
       this.stats.buffers++;
       this.stats.largestBufferBytes = Math.max(this.stats.largestBufferBytes, size);
     }
@@ -54,7 +58,18 @@ export class BufferPool {
     this.stats.pooledBytes += size;
     let list = this.free.get(size);
     if (!list) this.free.set(size, (list = []));
-    list.push(buf);
+    // Which buffer an acquire gets depends only on which buffers are free, not on the order they were
+    // released in: a loop that repeats the same allocations (a decode step) gets the same buffers each
+    // time, so the Gpu's cached bind groups over them keep matching.
+    const k = this.order.get(buf)!;
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.order.get(list[mid]!)! > k) lo = mid + 1;
+      else hi = mid;
+    }
+    list.splice(lo, 0, buf);
   }
 
   /** Starts a new peak measurement from what is allocated now. */

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { GpuDeviceLostError, GpuError, GpuLimitError, GpuValidationError } from '../../src/gpu/errors.ts';
 import { Gpu, variantHeader, WANTED_FEATURES } from '../../src/gpu/gpu.ts';
 import { sizeClass } from '../../src/gpu/pool.ts';
+import { Tensor } from '../../src/gpu/tensor.ts';
 import { u32s, Uniforms } from '../../src/gpu/uniforms.ts';
 import { add, scale } from '../../src/kernels/elementwise.ts';
 import { testGpu } from '../helpers/gpu.ts';
@@ -295,5 +296,27 @@ describe('features', () => {
     for (const f of gpu.report.features) expect(gpu.report.adapterFeatures).toContain(f);
     expect(gpu.report.features).not.toContain('subgroups');
     expect(gpu.report.features).not.toContain('chromium-experimental-subgroup-matrix');
+  });
+});
+
+describe('buffer pool order', () => {
+  it('an acquire gets the oldest free buffer of its class, whatever order they were released in', async () => {
+    const gpu = await testGpu();
+    const ts = [0, 1, 2].map((i) => gpu.tensor([100], 'f32', `t${i}`));
+    const bufs = ts.map((t) => t.buffer);
+    for (const order of [[0, 1, 2], [2, 0, 1], [1, 2, 0]]) {
+      const held = order.map((i) => new Tensor(gpu, bufs[i]!, [100], 'f32', `h${i}`));
+      held.forEach((h) => h.release());
+      // The pool may hold other free buffers of this class from earlier tests: ours come out in creation order.
+      const got: GPUBuffer[] = [];
+      const taken: Tensor[] = [];
+      while (got.length < 3) {
+        const t = gpu.tensor([100], 'f32', 'again');
+        taken.push(t);
+        if (bufs.includes(t.buffer)) got.push(t.buffer);
+      }
+      expect(got).toEqual(bufs);
+      for (const t of taken) if (!bufs.includes(t.buffer)) t.release();
+    }
   });
 });
