@@ -233,6 +233,7 @@ function onWorkerMessage(m: FromWorker): void {
       return;
     case 'progress': {
       $('progress-box').hidden = false;
+      document.body.dataset.progress = String(Number(document.body.dataset.progress ?? 0) + 1);
       const p = $<HTMLProgressElement>('progress');
       p.max = m.total || 1;
       p.value = m.done;

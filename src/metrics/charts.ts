@@ -157,15 +157,18 @@ export interface BeforeAfterRow {
   delta: number | null;
 }
 
-/** Validation accuracy, first vs last validation record: overall then per role; null without two records. */
+/** Validation accuracy, first vs last validation record: overall then per role (after: null while there is
+ * only one); null without any validation record. */
 export function beforeAfter(records: readonly MetricsRecord[]): { first: ValidationRecord; last: ValidationRecord; rows: BeforeAfterRow[] } | null {
   const va = validations(records);
   if (va.length < 1) return null;
   const first = va[0]!;
   const last = va[va.length - 1]!;
+  // One validation so far (a live run): it is the 'before'; there is no 'after' yet.
+  const single = va.length === 1;
   const row = (label: string, b: number | null | undefined, a: number | null | undefined): BeforeAfterRow => {
     const before = finite(b);
-    const after = finite(a);
+    const after = single ? null : finite(a);
     return { label, before, after, delta: before !== null && after !== null ? after - before : null };
   };
   const roleAcc = (v: ValidationRecord, role: string) => (v.roles as Record<string, { accuracy: number | null } | undefined>)[role]?.accuracy;
@@ -213,7 +216,8 @@ export function drawChart(U: UPlotCtor, el: HTMLElement, spec: ChartSpec, width:
     scales: { x: { time: false }, y: { range } },
     legend: { live: true },
     cursor: { drag: { x: true, y: false } },
-    axes: [{ label: 'step' }, { size: 72 }],
+    // Steps are integers: no 1.2, 1.4 ticks.
+    axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, { size: 72 }],
     series: [
       { label: 'step' },
       ...spec.series.map((s) => ({

@@ -119,7 +119,7 @@ export function beforeAfterTable(records: MetricsRecord[]): string {
     .join('');
   return (
     `<table class="grid" id="before-after"><tr><th>accuracy</th><th class="num">before (step ${esc(ba.first.step)})</th>` +
-    `<th class="num">after (step ${esc(ba.last.step)})</th><th class="num">change</th></tr>${rows}</table>`
+    `<th class="num">${ba.first === ba.last ? 'after (no second validation yet)' : `after (step ${esc(ba.last.step)})`}</th><th class="num">change</th></tr>${rows}</table>`
   );
 }
 

@@ -29,8 +29,16 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const OUT = join(ROOT, 'test-results/app');
 const DEMO = join(ROOT, 'public/demo-model');
 
-/** Failed loads that are expected: probes for an index file that single-file models do not have. */
-const expectedErrors = (e: string) => /HTTP 404 for .*model\.safetensors\.index\.json$/.test(e);
+/** Failed loads that are expected: probes for files a model folder may lack (an index file of a
+ * single-file model, tokenizer files of a model that uses the shipped Qwen3 tokenizer). */
+const expectedErrors = (e: string) => /HTTP 404 for .*\/(model\.safetensors\.index|tokenizer|tokenizer_config)\.json$/.test(e);
+
+/** The random tiny model's folder, written on first use. */
+function ensureTinyModel(): { dir: string; json: Record<string, unknown> } {
+  const dir = join(OUT, 'tiny-model');
+  if (existsSync(join(dir, 'model.safetensors')) && existsSync(join(dir, 'config.json'))) return { dir, json: JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) };
+  return { dir, json: tinyModel(dir) };
+}
 
 function tinyModel(dir: string): Record<string, unknown> {
   const fixture = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/models/gqa-tied/config.json'), 'utf8')) as Record<string, unknown>;
@@ -56,7 +64,7 @@ async function staticServer(root: string): Promise<{ url: string; server: Server
     const path = join(root, decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname).replace(/\/$/, '/index.html'));
     readFile(path).then(
       (body) => {
-        res.writeHead(200, { 'content-type': types[extname(path)] ?? 'application/octet-stream' });
+        res.writeHead(200, { 'content-type': types[extname(path)] ?? 'application/octet-stream', 'content-length': String(body.length) });
         res.end(body);
       },
       () => {
@@ -135,9 +143,9 @@ describe('browser (Chromium): the troupe app', () => {
     if (existsSync(join(DEMO, 'config.json'))) {
       modelJson = JSON.parse(readFileSync(join(DEMO, 'config.json'), 'utf8'));
     } else {
-      const dir = join(OUT, 'tiny-model');
-      modelJson = tinyModel(dir);
-      await page.setInputFiles('#model-dir', dir);
+      const tiny = ensureTinyModel();
+      modelJson = tiny.json;
+      await page.setInputFiles('#model-dir', tiny.dir);
       await page.waitForFunction(() => document.querySelector('#model-files-label')!.textContent!.includes('2 files'));
     }
     const set = async (id: string, v: string) => page.fill(`#${id}`, v);
@@ -154,6 +162,12 @@ describe('browser (Chromium): the troupe app', () => {
     await set('lora-alpha', '8');
     await page.click('#start');
     await page.waitForSelector('body[data-state="running"]', { timeout: 300_000 });
+    // Pause during the first validation: it takes effect before step 1; resume.
+    await page.click('#pause');
+    await page.waitForSelector('body[data-state="paused"]', { timeout: 600_000 });
+    expect(await page.getAttribute('body', 'data-steps')).toBe('0');
+    expect(await page.textContent('#pause')).toBe('Resume');
+    await page.click('#pause');
     await page.waitForSelector('body[data-steps="1"]', { timeout: 600_000 });
     await page.waitForSelector('#trajectories .episode');
     const mid = await page.evaluate(() => ({
@@ -203,18 +217,33 @@ describe('browser (Chromium): the troupe app', () => {
     const page = browser!.page;
     const site = join(OUT, 'site', 'troupe');
     await build({ configFile: join(ROOT, 'vite.app.config.ts'), logLevel: 'error', build: { outDir: site, emptyOutDir: true } });
-    const { url, server } = await staticServer(join(OUT, 'site'));
+    const { url, server } = await staticServer(OUT);
+    ensureTinyModel();
+    const { records, samples } = syntheticRun(3);
+    writeFileSync(join(OUT, 'metrics.jsonl'), toJsonl(records));
+    writeFileSync(join(OUT, 'samples.jsonl'), toJsonl(samples));
     const before = browser!.errors.length;
     try {
-      await page.goto(`${url}troupe/`);
+      await page.goto(`${url}site/troupe/`);
       await page.waitForSelector('body[data-webgpu="yes"]');
       await page.setInputFiles('#import-file', [join(OUT, 'metrics.jsonl'), join(OUT, 'samples.jsonl')]);
-      await page.waitForSelector('body[data-records]:not([data-records="0"])');
+      await page.waitForSelector(`body[data-records="${records.length}"]`);
       expect(await page.evaluate(() => document.querySelectorAll('#charts canvas').length)).toBe(ROLE_METRICS.length + 3);
-      // The training worker loads from the built chunks and reaches WebGPU.
+      // The training worker loads from the built chunks, reads a model by URL (the Hugging Face path:
+      // UrlSource, OPFS cache, download progress), starts, and stops when asked.
+      await page.check('input[name="model-kind"][value="hf"]');
+      await page.fill('#hf-repo', `${url}tiny-model/`);
       await page.selectOption('#workflow', 'single');
+      await page.fill('#max-new-tokens', '4');
+      await page.fill('#validation-tasks', '2');
       await page.click('#start');
       await page.waitForFunction(() => /training on browser WebGPU/.test(document.querySelector('#log')!.textContent!), null, { timeout: 120_000 });
+      await page.waitForSelector('body[data-state="running"]', { timeout: 300_000 });
+      expect(Number(await page.getAttribute('body', 'data-progress'))).toBeGreaterThan(1);
+      await page.click('#stop');
+      await page.waitForSelector('body[data-state="done"]', { timeout: 600_000 });
+      expect(await page.textContent('#status')).toBe('stopped after step 0');
+      expect(await page.getAttribute('body', 'data-steps')).toBe('0');
       expect(browser!.errors.slice(before).filter((e) => !expectedErrors(e))).toEqual([]);
     } finally {
       await page.goto('about:blank');

@@ -89,6 +89,14 @@ describe('run report', () => {
     expect(scriptJson('</script>')).toBe('"\\u003c/script>"');
   });
 
+  it('has no "after" while there is one validation record', () => {
+    const one = records.filter((r) => !(r.type === 'validation' && r.step > 0));
+    const ba = beforeAfter(one)!;
+    expect(ba.rows[0]!.before).toBe(0.25);
+    expect(ba.rows[0]!.after).toBeNull();
+    expect(renderReport({ records: one, samples: [] })).toContain('after (no second validation yet)');
+  });
+
   it('renders with no records at all', () => {
     const empty = renderReport({ records: [], samples: [] });
     expect(empty).toContain('No run record');
