@@ -1,6 +1,7 @@
 // Benchmark suites `troupe bench <suite>` can run. To add one: one entry in BENCH_SUITES.
 import { benchAttention } from '../../bench/attention.ts';
 import { benchDispatch } from '../../bench/dispatch.ts';
+import { benchGraders } from '../../bench/graders.ts';
 import { benchKernels } from '../../bench/kernels.ts';
 import { benchInference } from '../../bench/inference.ts';
 import { benchLoad } from '../../bench/load.ts';
@@ -30,6 +31,7 @@ export interface BenchSuite {
 export const BENCH_SUITES: BenchSuite[] = [
   { name: 'attention', summary: 'prefill, backward, paged decode/prefill, kv write in GFLOP/s or GB/s (bench/attention.ts)', run: (gpu, o) => benchAttention(gpu, { quick: o.quick, filter: o.filter }) },
   { name: 'dispatch', summary: 'host-side cost of a dispatch in us: record, submit, wait; bind groups cached or not; the WebGPU calls alone (bench/dispatch.ts)', run: (gpu, o) => benchDispatch(gpu, { quick: o.quick, filter: o.filter }) },
+  { name: 'graders', summary: 'reward graders: latency, and how far past their time limits the code sandbox and the math symbolic check stop, in ms (bench/graders.ts)', run: (gpu, o) => benchGraders(gpu, { quick: o.quick, filter: o.filter }) },
   { name: 'kernels', summary: 'matmul, softmax, elementwise … in GFLOP/s or GB/s (bench/kernels.ts)', run: (gpu, o) => benchKernels(gpu, { quick: o.quick, filter: o.filter }) },
   { name: 'load', summary: 'random Qwen3 weights and bf16 checkpoint loading onto the GPU in GB/s (bench/load.ts)', run: (gpu, o) => benchLoad(gpu, { quick: o.quick, filter: o.filter }) },
   { name: 'lora', summary: 'per-row multi-LoRA (3 adapters + base interleaved): lora_rows bank vs one adapter, GB/s (bench/lora-rows.ts)', run: (gpu, o) => benchLoraRows(gpu, { quick: o.quick, filter: o.filter }) },
