@@ -19,6 +19,8 @@ export interface TaskSourceOptions {
   validation?: number;
   /** Built-in: difficulty levels. */
   levels?: number[];
+  /** Built-in: which task set (default 'default', the level generators; math also 'demo', for the demo model). */
+  builtin?: string;
 }
 
 export interface TaskSet {
@@ -38,9 +40,11 @@ export async function loadTasks(opts: TaskSourceOptions): Promise<TaskSet> {
   let description: string;
   let report: DatasetReport | undefined;
   if (opts.dataset === undefined) {
-    tasks = builtinTasks({ kind: opts.kind, seed: opts.seed, train: opts.train, validation: opts.validation, levels: opts.levels });
-    description = `built-in ${opts.kind} tasks (seed ${opts.seed ?? 0})`;
+    tasks = builtinTasks({ kind: opts.kind, seed: opts.seed, train: opts.train, validation: opts.validation, levels: opts.levels, builtin: opts.builtin });
+    const set = opts.builtin && opts.builtin !== 'default' ? ` '${opts.builtin}'` : '';
+    description = `built-in${set} ${opts.kind} tasks (seed ${opts.seed ?? 0})`;
   } else {
+    if (opts.builtin !== undefined && opts.builtin !== 'default') throw new TaskSourceError(`a dataset and the built-in set '${opts.builtin}' were both given: pick one`);
     const d = await loadDataset(opts.dataset, { adapter: opts.adapter, seed: opts.seed, valFraction: opts.valFraction });
     const wrong = d.tasks.filter((t) => t.kind !== opts.kind).length;
     if (wrong > 0) throw new TaskSourceError(`dataset ${d.report.source}: holds ${d.report.adapter} (${d.tasks[0]!.kind}) tasks, but a ${opts.kind} run was asked for`);

@@ -7,6 +7,7 @@ import { command as generate } from './generate.ts';
 import { command as grad } from './grad.ts';
 import { command as grade } from './grade.ts';
 import { command as logits } from './logits.ts';
+import { command as sft } from './sft.ts';
 import { command as start } from './start.ts';
 import { command as tokenize } from './tokenize.ts';
 import { command as train } from './train.ts';
@@ -20,6 +21,7 @@ export const COMMANDS: Command[] = [
   generate,
   grade,
   grad,
+  sft,
   train,
   evalCommand,
 ];

@@ -4,6 +4,7 @@
 
 import type { Split, Task, TaskKind } from '../types.ts';
 import { codeProblem } from './code.ts';
+import { demoTasks } from './demo.ts';
 import { mathProblem } from './math.ts';
 import { taskRng } from './rng.ts';
 
@@ -14,9 +15,14 @@ export interface BuiltinOptions {
   train?: number;
   /** Number of validation tasks (default 64). */
   validation?: number;
-  /** Difficulty levels to draw from, cycled in order (default math 1-4, code 1-3). */
+  /** Difficulty levels to draw from, cycled in order (default math 1-4, code 1-3; not for 'demo'). */
   levels?: number[];
+  /** Which generator set (default 'default'): BUILTIN_SETS[kind] lists them ('demo': math for the demo model). */
+  builtin?: string;
 }
+
+/** Named built-in task sets per kind. */
+export const BUILTIN_SETS = { math: ['default', 'demo'], code: ['default'] } as const satisfies Record<TaskKind, readonly string[]>;
 
 export class BuiltinTaskError extends Error {
   override name = 'BuiltinTaskError';
@@ -38,6 +44,17 @@ function makeTask(kind: TaskKind, seed: number, split: Split, index: number, lev
 
 export function builtinTasks(opts: BuiltinOptions): Task[] {
   const seed = opts.seed ?? 0;
+  const set = opts.builtin ?? 'default';
+  const known: readonly string[] = BUILTIN_SETS[opts.kind];
+  if (!known.includes(set)) throw new BuiltinTaskError(`unknown built-in ${opts.kind} task set "${set}" (known: ${known.join(', ')})`);
+  if (set === 'demo') {
+    if (opts.levels !== undefined) throw new BuiltinTaskError('builtin demo tasks: levels do not apply (one generator)');
+    try {
+      return demoTasks(seed, opts.train ?? 512, opts.validation ?? 64);
+    } catch (e) {
+      throw new BuiltinTaskError((e as Error).message);
+    }
+  }
   const maxLevel = opts.kind === 'math' ? 4 : 3;
   const levels = opts.levels ?? Array.from({ length: maxLevel }, (_, i) => i + 1);
   if (levels.length === 0 || levels.some((l) => !Number.isInteger(l) || l < 1 || l > maxLevel)) {

@@ -1,0 +1,102 @@
+// Step 1 of the demo model (scripts/make-demo-model.sh): the SFT corpus and the tokenizer.
+// Runs every workflow (src/workflows) on the demo task's train split with the scripted teacher
+// (src/model/demo/teacher.ts) answering every role, records each turn as an SFT row
+// {"workflow","role","slot","messages","completion"}, learns the BPE merges on the rendered rows, and
+// writes tokenizer.json, tokenizer_config.json and the model's init config.json.
+//   deno run -A scripts/demo-model/prepare.ts --out DIR [--seed 0] [--episodes 2] [--merges 320] [--hidden 64] [--layers 2]
+//     [--solve 0.4] [--refine 0.5]   (the teacher's chance of a right answer in a solving / refine turn)
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { learnMerges, tokenizerFiles } from '../../src/model/demo/bpe.ts';
+import { DemoTeacher } from '../../src/model/demo/teacher.ts';
+import { Qwen3Tokenizer } from '../../src/model/tokenizer.ts';
+import { hash32 } from '../../src/tasks/data/split.ts';
+import { loadTasks } from '../../src/tasks/source.ts';
+import { WORKFLOWS } from '../../src/workflows/index.ts';
+
+const { values } = parseArgs({
+  options: {
+    out: { type: 'string' },
+    seed: { type: 'string', default: '0' },
+    episodes: { type: 'string', default: '2' },
+    merges: { type: 'string', default: '320' },
+    hidden: { type: 'string', default: '64' },
+    layers: { type: 'string', default: '2' },
+    solve: { type: 'string', default: '0.4' },
+    refine: { type: 'string', default: '0.5' },
+  },
+});
+if (!values.out) throw new Error('prepare.ts: --out DIR is required');
+const seed = Number(values.seed);
+const out = values.out;
+mkdirSync(out, { recursive: true });
+
+const tasks = await loadTasks({ kind: 'math', builtin: 'demo', seed });
+interface Row {
+  workflow: string;
+  role: string;
+  slot: string;
+  messages: { role: string; content: string }[];
+  completion: string;
+}
+const rows: Row[] = [];
+for (const task of tasks.train) {
+  for (const wf of WORKFLOWS) {
+    for (let e = 0; e < Number(values.episodes); e++) {
+      const teacher = new DemoTeacher(task, hash32(`${seed}/${task.id}/${wf.name}/${e}`), { solve: Number(values.solve), refine: Number(values.refine) });
+      await wf.run(task, teacher);
+      for (const t of teacher.turns) rows.push({ workflow: wf.name, role: t.request.role, slot: t.request.slot, messages: t.request.messages, completion: t.text });
+    }
+  }
+}
+writeFileSync(join(out, 'corpus.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+
+// The tokenizer: merges learned on the rows as the model sees them (chat template + completion).
+const chatml = (r: Row) => r.messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('') + `<|im_start|>assistant\n${r.completion}<|im_end|>\n`;
+const merges = learnMerges(rows.map(chatml), Number(values.merges));
+const files = tokenizerFiles(merges);
+writeFileSync(join(out, 'tokenizer.json'), JSON.stringify(files.tokenizer, null, 1) + '\n');
+writeFileSync(join(out, 'tokenizer_config.json'), JSON.stringify(files.config, null, 2) + '\n');
+const tok = new Qwen3Tokenizer(files.tokenizer, files.config, out);
+let promptTok = 0;
+let complTok = 0;
+for (const r of rows) {
+  promptTok += tok.encodeChat(r.messages).length;
+  complTok += tok.encode(r.completion).length + 1;
+}
+
+const hidden = Number(values.hidden);
+const vocab = Math.ceil(files.size / 64) * 64;
+const config = {
+  architectures: ['Qwen3ForCausalLM'],
+  model_type: 'qwen3',
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: tok.endOfTextId,
+  eos_token_id: tok.imEndId,
+  pad_token_id: tok.padId,
+  head_dim: hidden / 4,
+  hidden_act: 'silu',
+  hidden_size: hidden,
+  initializer_range: 0.02,
+  intermediate_size: hidden * 4,
+  max_position_embeddings: 1024,
+  max_window_layers: Number(values.layers),
+  num_attention_heads: 4,
+  num_hidden_layers: Number(values.layers),
+  num_key_value_heads: 2,
+  rms_norm_eps: 1e-6,
+  rope_scaling: null,
+  rope_theta: 10000,
+  sliding_window: null,
+  tie_word_embeddings: true,
+  torch_dtype: 'float32',
+  use_cache: true,
+  use_sliding_window: false,
+  vocab_size: vocab,
+};
+writeFileSync(join(out, 'config.json'), JSON.stringify(config, null, 2) + '\n');
+const byRole: Record<string, number> = {};
+for (const r of rows) byRole[`${r.workflow}/${r.role}`] = (byRole[`${r.workflow}/${r.role}`] ?? 0) + 1;
+console.log(JSON.stringify({ rows: rows.length, tasks: tasks.train.length, merges: merges.length, tokenizerSize: files.size, vocab, promptTokens: promptTok, completionTokens: complTok, meanLen: (promptTok + complTok) / rows.length, byRole }));
