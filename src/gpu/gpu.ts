@@ -4,7 +4,7 @@
 import { SHADERS } from '../generated/shaders.ts';
 import { BYTES, type DType, fromF16Array, toF16Array } from './dtype.ts';
 import { GpuDeviceLostError, GpuError, GpuLimitError, GpuOutOfMemoryError, GpuValidationError } from './errors.ts';
-import { BufferPool, STORAGE_USAGE } from './pool.ts';
+import { BufferPool, sizeClass, STORAGE_USAGE } from './pool.ts';
 import { Profiler, type ProfilerOptions } from './profiler.ts';
 import { loadRuntime, type RuntimeName } from './runtime.ts';
 import { Tensor } from './tensor.ts';
@@ -18,6 +18,9 @@ export const WANTED_FEATURES = ['shader-f16', 'timestamp-query'] as const;
 
 /** Bind groups kept for reuse (the oldest is dropped beyond this); a decode step of Qwen3-0.6B has ~500 dispatches. */
 const BIND_GROUP_CACHE = 4096;
+
+/** Reads up to this size reuse their map buffers. */
+const READ_REUSE_BYTES = 1 << 20;
 
 /** Limits raised to the adapter's maximum when requesting the device. */
 const RAISED_LIMITS = [
@@ -111,6 +114,8 @@ export class Gpu {
   readonly bindGroupStats = { hits: 0, misses: 0 };
   /** Reuse bind groups (on by default; off only to measure what they cost, bench/dispatch.ts). */
   cacheBindGroups = true;
+  /** Map-read buffers of finished small reads, by size class. */
+  private readonly readBuffers = new Map<number, GPUBuffer[]>();
   /** Buffers that commands recorded in the open batch use: writes to any other buffer go straight to the queue. */
   private batchBuffers = new Set<GPUBuffer>();
   private readonly pendingErrors: Promise<GpuError | null>[] = [];
@@ -292,7 +297,12 @@ export class Gpu {
 
   async readBytes(buffer: GPUBuffer, offset: number, size: number, label = buffer.label): Promise<ArrayBuffer> {
     this.checkLost(label);
-    const staging = this.device.createBuffer({ size: Math.max(4, size), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: `read ${label}` });
+    // Small reads (a decode step's draws) reuse their map buffers; large ones get a fresh one.
+    const cls = sizeClass(Math.max(4, size));
+    const reuse = cls <= READ_REUSE_BYTES;
+    const staging =
+      (reuse ? this.readBuffers.get(cls)?.pop() : undefined) ??
+      this.device.createBuffer({ size: reuse ? cls : Math.max(4, size), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'read staging' });
     this.endPass();
     this.beginBatch();
     this.encoder!.copyBufferToBuffer(buffer, offset, staging, 0, size);
@@ -306,8 +316,12 @@ export class Gpu {
       this.checkLost(label);
       throw new GpuError(`reading ${label} failed: ${(e as Error).message}`);
     }
-    const out = staging.getMappedRange().slice(0);
-    staging.destroy();
+    const out = staging.getMappedRange(0, Math.ceil(size / 4) * 4).slice(0, size);
+    staging.unmap();
+    let free = this.readBuffers.get(cls);
+    if (reuse && !free) this.readBuffers.set(cls, (free = []));
+    if (reuse && free!.length < 4) free!.push(staging);
+    else staging.destroy();
     await this.throwPending();
     return out;
   }
