@@ -29,6 +29,8 @@ let modelFilesLabel = 'local files';
 let exportId = 0;
 const pendingExports = new Map<number, { resolve: (a: ExportedAdapter[]) => void; reject: (e: Error) => void }>();
 let charts: LiveCharts;
+/** The page's WebGPU check: null while it runs; the reason when WebGPU cannot train here. */
+let webgpuProblem: string | null | undefined;
 let renderQueued = false;
 
 // ---- helpers ----
@@ -76,6 +78,7 @@ async function checkWebGpu(): Promise<boolean> {
     pill.className = 'pill bad';
     banner.textContent = long + ' You can still view a past run: import its metrics.jsonl.';
     banner.hidden = false;
+    webgpuProblem = long;
     return false;
   };
   if (!window.isSecureContext) return fail('no WebGPU (insecure page)', 'WebGPU needs a secure context: open this page over https:// or from http://localhost.');
@@ -275,6 +278,10 @@ function onWorkerMessage(m: FromWorker): void {
 }
 
 function startRun(): void {
+  if (webgpuProblem) {
+    setStatus(`cannot train here: ${webgpuProblem}`, true);
+    return;
+  }
   let model: ModelChoice;
   let task: TaskChoice;
   const settings = readSettings();
@@ -497,6 +504,7 @@ function init(): void {
   render();
   setState('idle');
   void checkWebGpu().then((ok) => {
+    if (ok) webgpuProblem = null;
     document.body.dataset.webgpu = ok ? 'yes' : 'no';
   });
 }

@@ -135,6 +135,34 @@ describe('browser (Chromium): the troupe app', () => {
     expect(browser!.errors.slice(before)).toEqual([]);
   });
 
+  it('says clearly when the browser has no WebGPU, and still views imported runs', async () => {
+    const page = await browser!.page.context().newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    try {
+      await page.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true }));
+      await page.goto(`${browser!.url}/src/app/index.html`);
+      await page.waitForSelector('body[data-webgpu="no"]');
+      expect(await page.textContent('#gpu-status')).toBe('no WebGPU');
+      expect(await page.isVisible('#webgpu-message')).toBe(true);
+      expect(await page.textContent('#webgpu-message')).toContain('This browser has no WebGPU');
+      await page.click('#start');
+      expect(await page.textContent('#status')).toContain('cannot train here');
+      expect(await page.getAttribute('body', 'data-state')).toBe('idle');
+      const { records } = syntheticRun(2);
+      writeFileSync(join(OUT, 'metrics-nogpu.jsonl'), toJsonl(records));
+      await page.setInputFiles('#import-file', [join(OUT, 'metrics-nogpu.jsonl')]);
+      await page.waitForSelector(`body[data-records="${records.length}"]`);
+      expect(await page.evaluate(() => document.querySelectorAll('#charts canvas').length)).toBeGreaterThan(0);
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.screenshot({ path: join(OUT, 'no-webgpu.png') });
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
   it('trains a short demo run in its worker, live, and exports loadable adapters', async () => {
     const page = browser!.page;
     const before = browser!.errors.length;
