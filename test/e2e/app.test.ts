@@ -241,6 +241,27 @@ describe('browser (Chromium): the troupe app', () => {
     expect(browser!.errors.slice(before).filter((e) => !expectedErrors(e))).toEqual([]);
   }, 1_200_000);
 
+  it('trains on a JSONL task file (single agent)', async () => {
+    const page = browser!.page;
+    const before = browser!.errors.length;
+    await openApp();
+    if (!existsSync(join(DEMO, 'config.json'))) await page.setInputFiles('#model-dir', ensureTinyModel().dir);
+    const rows = Array.from({ length: 40 }, (_, i) => JSON.stringify({ question: `What is ${i} + ${i % 7}?`, answer: String(i + (i % 7)) }));
+    writeFileSync(join(OUT, 'tasks.jsonl'), rows.join('\n') + '\n');
+    await page.selectOption('#task', 'file');
+    await page.setInputFiles('#task-file', join(OUT, 'tasks.jsonl'));
+    await page.selectOption('#task-file-kind', 'math');
+    await page.selectOption('#workflow', 'single');
+    for (const [id, v] of [['steps', '1'], ['batch-tasks', '1'], ['group-size', '2'], ['max-new-tokens', '12'], ['validation-every', '1'], ['validation-tasks', '1']]) await page.fill(`#${id}`, v!);
+    await page.click('#start');
+    await page.waitForSelector('body[data-state="done"]', { timeout: 600_000 });
+    expect(await page.textContent('#log')).toMatch(/\d+ train, \d+ validation tasks/);
+    expect(await page.textContent('#run-header')).toContain('math:tasks.jsonl');
+    expect(await page.getAttribute('#charts .chart[data-chart="reward"]', 'data-series')).toBe('generator');
+    expect(await page.getAttribute('body', 'data-steps')).toBe('1');
+    expect(browser!.errors.slice(before).filter((e) => !expectedErrors(e))).toEqual([]);
+  }, 900_000);
+
   it('builds to a static site that works from a plain file server (relative paths, worker included)', async () => {
     const page = browser!.page;
     const site = join(OUT, 'site', 'troupe');
