@@ -9,11 +9,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { learnMerges, tokenizerFiles } from '../../src/model/demo/bpe.ts';
-import { DemoTeacher } from '../../src/model/demo/teacher.ts';
+import { buildDemoCorpus, chatmlText } from '../../src/model/demo/corpus.ts';
 import { Qwen3Tokenizer } from '../../src/model/tokenizer.ts';
-import { hash32 } from '../../src/tasks/data/split.ts';
-import { loadTasks } from '../../src/tasks/source.ts';
-import { WORKFLOWS } from '../../src/workflows/index.ts';
 
 const { values } = parseArgs({
   options: {
@@ -32,29 +29,11 @@ const seed = Number(values.seed);
 const out = values.out;
 mkdirSync(out, { recursive: true });
 
-const tasks = await loadTasks({ kind: 'math', builtin: 'demo', seed });
-interface Row {
-  workflow: string;
-  role: string;
-  slot: string;
-  messages: { role: string; content: string }[];
-  completion: string;
-}
-const rows: Row[] = [];
-for (const task of tasks.train) {
-  for (const wf of WORKFLOWS) {
-    for (let e = 0; e < Number(values.episodes); e++) {
-      const teacher = new DemoTeacher(task, hash32(`${seed}/${task.id}/${wf.name}/${e}`), { solve: Number(values.solve), refine: Number(values.refine) });
-      await wf.run(task, teacher);
-      for (const t of teacher.turns) rows.push({ workflow: wf.name, role: t.request.role, slot: t.request.slot, messages: t.request.messages, completion: t.text });
-    }
-  }
-}
+const rows = await buildDemoCorpus({ seed, episodes: Number(values.episodes), teacher: { solve: Number(values.solve), refine: Number(values.refine) } });
 writeFileSync(join(out, 'corpus.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
 
 // The tokenizer: merges learned on the rows as the model sees them (chat template + completion).
-const chatml = (r: Row) => r.messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('') + `<|im_start|>assistant\n${r.completion}<|im_end|>\n`;
-const merges = learnMerges(rows.map(chatml), Number(values.merges));
+const merges = learnMerges(rows.map(chatmlText), Number(values.merges));
 const files = tokenizerFiles(merges);
 writeFileSync(join(out, 'tokenizer.json'), JSON.stringify(files.tokenizer, null, 1) + '\n');
 writeFileSync(join(out, 'tokenizer_config.json'), JSON.stringify(files.config, null, 2) + '\n');
@@ -99,4 +78,4 @@ const config = {
 writeFileSync(join(out, 'config.json'), JSON.stringify(config, null, 2) + '\n');
 const byRole: Record<string, number> = {};
 for (const r of rows) byRole[`${r.workflow}/${r.role}`] = (byRole[`${r.workflow}/${r.role}`] ?? 0) + 1;
-console.log(JSON.stringify({ rows: rows.length, tasks: tasks.train.length, merges: merges.length, tokenizerSize: files.size, vocab, promptTokens: promptTok, completionTokens: complTok, meanLen: (promptTok + complTok) / rows.length, byRole }));
+console.log(JSON.stringify({ rows: rows.length, merges: merges.length, tokenizerSize: files.size, vocab, promptTokens: promptTok, completionTokens: complTok, meanLen: (promptTok + complTok) / rows.length, byRole }));

@@ -5,7 +5,8 @@ import { statSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resolveModelDir } from '../../src/cli/model-args.ts';
-import { DEMO_SPECIAL_TOKENS } from '../../src/model/demo/bpe.ts';
+import { DEMO_SPECIAL_TOKENS, learnMerges } from '../../src/model/demo/bpe.ts';
+import { buildDemoCorpus, chatmlText } from '../../src/model/demo/corpus.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
 import { DirectorySource } from '../../src/model/source.ts';
 import { Qwen3Tokenizer } from '../../src/model/tokenizer.ts';
@@ -14,6 +15,8 @@ import { RolloutEngine } from '../../src/rollout/engine.ts';
 import { gradeTask } from '../../src/tasks/grade.ts';
 import { loadTasks } from '../../src/tasks/source.ts';
 import { SINGLE_PROMPTS } from '../../src/workflows/index.ts';
+import { evaluatorViolations, lastBoxed, orchestratorViolations, parseChoice } from '../../src/workflows/parse.ts';
+import { readFile } from 'node:fs/promises';
 import { testGpu } from '../helpers/gpu.ts';
 
 const DIR = resolveModelDir('demo');
@@ -78,5 +81,20 @@ describe('demo model', () => {
     }
     await engine.close();
     model.release();
+  });
+
+  it('is reproducible: the teacher corpus over the workflows gives back the committed merges, every role in its format', { timeout: 120_000 }, async () => {
+    const rows = await buildDemoCorpus({ seed: 0 });
+    const committed = JSON.parse(await readFile(join(DIR, 'tokenizer.json'), 'utf8')) as { model: { merges: [string, string][] } };
+    expect(learnMerges(rows.map(chatmlText), 320)).toEqual(committed.model.merges);
+    const roles = new Set(rows.map((r) => r.role));
+    expect([...roles].sort()).toEqual(['aggregator', 'evaluator', 'generator', 'orchestrator', 'synthesizer', 'worker']);
+    expect(new Set(rows.map((r) => r.workflow)).size).toBe(4);
+    for (const r of rows.slice(0, 2000)) {
+      if (r.role === 'generator' || r.role === 'worker' || r.role === 'synthesizer') expect(lastBoxed(r.completion), r.completion).toMatch(/^\d+$/);
+      if (r.role === 'evaluator') expect(evaluatorViolations(r.completion)).toEqual([]);
+      if (r.role === 'aggregator') expect(parseChoice(r.completion, 3).parsedBy).toBe('boxed');
+      if (r.role === 'orchestrator') expect(orchestratorViolations(r.completion)).toEqual([]);
+    }
   });
 });

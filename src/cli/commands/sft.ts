@@ -101,8 +101,9 @@ export const command: Command = {
   name: 'sft',
   summary: 'full-parameter SFT of a Qwen3 model (or one from a random init) on chat rows; writes a checkpoint',
   usage: [
-    'usage: troupe sft (--init-config FILE.json | --model DIR) [--tokenizer DIR] --data FILE.jsonl --out DIR',
-    '                  [--steps N] [--batch N] [--lr X] [--warmup N] [--weight-decay X] [--max-len N] [--seed S] [--save-dtype f32|bf16]',
+    'usage: troupe sft (--init-config FILE.json | --model DIR|demo) [--tokenizer DIR] --data FILE.jsonl --out DIR',
+    '                  [--steps N] [--batch N] [--lr X] [--warmup N] [--weight-decay X] [--max-len N] [--seed S]',
+    '                  [--save-dtype f32|bf16] [--max-seconds S]',
     '',
     '  --init-config FILE.json   a Qwen3ForCausalLM config.json: train from random weights (N(0, 0.02²), seeded by --seed)',
     '  --model DIR|demo          start from this checkpoint instead',
