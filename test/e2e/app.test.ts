@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, extname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unzipStore } from '../../src/app/zip.ts';
@@ -132,6 +132,15 @@ describe('browser (Chromium): the troupe app', () => {
     const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-report')]);
     const report = readFileSync((await dl.path())!, 'utf8');
     expect(report).toContain('data-chart="format-violation-rate"');
+    // Dropping a metrics file on the page views it too.
+    const dropped = toJsonl(syntheticRun(3).records);
+    await page.evaluate((text) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([text], 'dropped-metrics.jsonl'));
+      document.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, dropped);
+    await page.waitForFunction(() => /viewing dropped-metrics\.jsonl/.test(document.querySelector('#status')!.textContent!));
+    expect(await page.getAttribute('#charts .chart[data-chart="reward"]', 'data-points')).toBe('3');
     expect(browser!.errors.slice(before)).toEqual([]);
   });
 
@@ -215,6 +224,20 @@ describe('browser (Chromium): the troupe app', () => {
     expect(await page.getAttribute('#charts .chart[data-chart="reward"]', 'data-points')).toBe('2');
     expect(await page.getAttribute('#charts .chart[data-chart="validation-accuracy"]', 'data-points')).toBe('2');
     await page.screenshot({ path: join(OUT, 'trained.png'), fullPage: true });
+    // The run's report, as exported, opened as a file.
+    const [rep] = await Promise.all([page.waitForEvent('download'), page.click('#export-report')]);
+    const reportPath = join(OUT, 'trained-report.html');
+    await rep.saveAs(reportPath);
+    const reportPage = await page.context().newPage();
+    try {
+      await reportPage.setViewportSize({ width: 1300, height: 900 });
+      await reportPage.goto(pathToFileURL(reportPath).href);
+      await reportPage.waitForSelector('body[data-charts-drawn]');
+      expect(await reportPage.getAttribute('body', 'data-charts-drawn')).toBe(String(ROLE_METRICS.length + 3));
+      await reportPage.screenshot({ path: join(OUT, 'trained-report.png'), fullPage: true });
+    } finally {
+      await reportPage.close();
+    }
 
     const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 300_000 }), page.click('#export-adapters')]);
     const zipPath = join(OUT, 'adapters.zip');
