@@ -130,7 +130,11 @@ async function start(m: Extract<ToWorker, { type: 'start' }>): Promise<void> {
   });
   trainer = t;
   post({ type: 'record', record: t.runRecord() });
-  setState('running', 'validating (before training)');
+  if (control.stop) {
+    setState('done', 'stopped before training');
+    return;
+  }
+  setState(control.pause ? 'pausing' : 'running', 'validating (before training)');
   await exclusive(() => t.validate());
   while (!t.done && !control.stop) {
     if (control.pause) {
@@ -189,7 +193,7 @@ scope.onmessage = (ev) => {
       return;
     case 'stop':
       control.stop = true;
-      if (state === 'running' || state === 'pausing' || state === 'paused') setState('stopping', 'stopping after the current step');
+      if (state === 'loading' || state === 'running' || state === 'pausing' || state === 'paused') setState('stopping', state === 'loading' ? 'stopping once loaded' : 'stopping after the current step');
       wake?.();
       return;
     case 'export':
