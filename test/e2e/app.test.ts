@@ -4,7 +4,7 @@
 // whose PEFT folders load with loadPeft. Screenshots in test-results/app/ (git-ignored).
 // The demo model comes from public/demo-model/; without it, a random tiny Qwen3 (full Qwen3 vocabulary, so
 // the shipped tokenizer fits) is written to test-results/app/tiny-model/ and picked as a local folder.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -298,6 +298,11 @@ describe('browser (Chromium): the troupe app', () => {
     try {
       await page.goto(`${url}site/troupe/`);
       await page.waitForSelector('body[data-webgpu="yes"]');
+      // The code sandbox's pyodide path from the worker's chunk lands on the copied runtime files.
+      const workerChunk = readdirSync(join(site, 'assets/worker/js')).find((f) => /^worker-.*\.js$/.test(f))!;
+      expect(readFileSync(join(site, 'assets/worker/js', workerChunk), 'utf8')).toContain('../../../node_modules/pyodide/');
+      const pyodide = await page.evaluate(async (chunk) => (await fetch(new URL(`../../../node_modules/pyodide/pyodide.mjs`, new URL(`assets/worker/js/${chunk}`, location.href)))).status, workerChunk);
+      expect(pyodide).toBe(200);
       await page.setInputFiles('#import-file', [join(OUT, 'metrics.jsonl'), join(OUT, 'samples.jsonl')]);
       await page.waitForSelector(`body[data-records="${records.length}"]`);
       expect(await page.evaluate(() => document.querySelectorAll('#charts canvas').length)).toBe(ROLE_METRICS.length + 3);
