@@ -18,9 +18,11 @@ OUT=${OUT:-/tmp/bench-out}
 mkdir -p "$OUT"
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(kernels attention model)
+# DIST: the bundle's folder (default .device/dist), e.g. one built from a clean checkout of the commit measured.
+DIST=${DIST:-.device/dist}
 case "$runtime" in
-  node) troupe=(node .device/dist/troupe.mjs) ;;
-  deno) troupe=(env DENO_WEBGPU_BACKEND=vulkan deno run -A .device/dist/troupe.mjs) ;;
+  node) troupe=(node "$DIST/troupe.mjs") ;;
+  deno) troupe=(env DENO_WEBGPU_BACKEND=vulkan deno run -A "$DIST/troupe.mjs") ;;
   *) echo "runtime must be node or deno, got $runtime"; exit 2 ;;
 esac
 exec > >(tee "$OUT/bench.log") 2>&1

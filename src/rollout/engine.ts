@@ -74,6 +74,15 @@ export interface EngineOptions {
   /** Token ids that end a sequence (default: the model's eos ids plus <|im_end|> and <|endoftext|>). */
   stopIds?: number[];
   kvDtype?: 'f16' | 'f32';
+  /** Record the next decode step while the GPU runs the current one (default true). */
+  runAhead?: boolean;
+}
+
+/** A recorded step whose draws are being read back. */
+interface InFlightStep {
+  seqs: Sequence[];
+  sample: PackedSample;
+  read: Promise<{ tokens: Uint32Array; logprobs: Float32Array; entropies: Float32Array }>;
 }
 
 interface Sequence {
@@ -117,7 +126,7 @@ export class RolloutEngine {
   private arrivals = 0;
   private finished = 0;
   private readonly stopIds: Set<number>;
-  private readonly opts: Required<Omit<EngineOptions, 'adapters' | 'stopIds' | 'kvBudgetBytes' | 'kvDtype'>>;
+  private readonly opts: Required<Omit<EngineOptions, 'adapters' | 'stopIds' | 'kvBudgetBytes' | 'kvDtype' | 'runAhead'>>;
   readonly stats = { prefills: 0, decodeSteps: 0, tokens: 0, preemptions: 0, maxConcurrent: 0 };
 
   constructor(
@@ -348,24 +357,75 @@ export class RolloutEngine {
     }
     if (!this.running.length) return;
     const seqs = [...this.running];
-    const batch = this.kv.buildBatch(seqs.map((s) => ({ pages: s.pages, cachedLen: s.cached, newTokens: 1 })));
     // The last draws are each sequence's newest id when the batch is the same sequences in the same order
     // (nothing joined, left or was preempted): then they stay on the GPU.
     const prev = this.lastSample;
     this.lastSample = null;
     const same = prev !== null && prev.seqs.length === seqs.length && prev.seqs.every((s, i) => s === seqs[i]);
     const ids = same ? prev.sample.tokens : Uint32Array.from(seqs.map((s) => s.ids[s.ids.length - 1]!));
+    let cur: InFlightStep;
+    try {
+      cur = this.recordDecode(seqs, ids, 0);
+    } finally {
+      prev?.sample.packed.release();
+    }
+    // While the GPU runs a step, the next one is recorded from its draws on the GPU and submitted behind it,
+    // so the GPU does not wait for the host to read the draws and record again. A step recorded ahead is
+    // exactly what the next step would have been; rows of sequences that stop in between are dropped.
+    for (;;) {
+      let next: InFlightStep | null = null;
+      try {
+        if (this.canRunAhead(seqs)) next = this.recordDecode(seqs, cur.sample.tokens, 1);
+        await this.advance(cur);
+      } catch (e) {
+        await cur.read.catch(() => {});
+        cur.sample.packed.release();
+        if (next) {
+          await next.read.catch(() => {});
+          next.sample.packed.release();
+        }
+        throw e;
+      }
+      if (!next) {
+        this.lastSample = { seqs, sample: cur.sample };
+        return;
+      }
+      cur.sample.packed.release();
+      cur = next;
+    }
+  }
+
+  /** Whether a step may be recorded ahead of the one in flight: the same sequences, none ended or about to
+   * reach maxNewTokens, no call waiting to join, and a page for each that needs one (no preemption). */
+  private canRunAhead(seqs: Sequence[]): boolean {
+    if (this.options.runAhead === false || this.waiting.length || seqs.length !== this.running.length) return false;
+    for (const s of seqs) {
+      if (s.ended || s.ids.length + 1 >= s.opts.maxNewTokens) return false;
+    }
+    if (!seqs.every((s, i) => this.running[i] === s)) return false;
+    const grow = seqs.filter((s) => s.cached + 1 > s.pages.length * this.kv.pageSize);
+    if (grow.length) {
+      this.prefix?.evict(grow.length);
+      if (this.kv.freePages < grow.length) return false;
+      for (const s of grow) s.pages.push(...this.kv.allocate(1));
+    }
+    return true;
+  }
+
+  /** Records one decode forward of `seqs` (each with room for one more token) and its draws, and starts
+   * reading them back. `ahead`: draws of these sequences recorded but not read yet (the step index offset). */
+  private recordDecode(seqs: Sequence[], ids: Uint32Array | Tensor, ahead: number): InFlightStep {
+    const batch = this.kv.buildBatch(seqs.map((s) => ({ pages: s.pages, cachedLen: s.cached, newTokens: 1 })));
     let logits: Tensor;
     try {
       logits = this.withRows(seqs, () => 1, (adapter) => this.model.decode(ids, { kv: this.kv, batch }, { adapter }));
     } finally {
-      prev?.sample.packed.release();
       releaseBatch(batch);
     }
     for (const s of seqs) s.cached++;
     this.stats.decodeSteps++;
     this.stats.maxConcurrent = Math.max(this.stats.maxConcurrent, seqs.length);
-    await this.sampleAndAdvance(seqs, logits);
+    return this.recordSample(seqs, logits, ahead);
   }
 
   private preempt(s: Sequence): void {
@@ -378,19 +438,33 @@ export class RolloutEngine {
   }
 
   private async sampleAndAdvance(seqs: Sequence[], logits: Tensor): Promise<void> {
-    const rows: SamplingRow[] = seqs.map((s) => ({ temperature: s.opts.temperature, topP: s.opts.topP, seed: s.opts.seed, stream: s.opts.stream, step: s.ids.length }));
-    // The forward and the draws go in one submit, and the ids, log-probs and entropies come back in one map.
-    const sample = sampleTokensPacked(this.gpu, logits, rows);
-    logits.release();
-    let read: Awaited<ReturnType<typeof readPackedSample>>;
+    const step = this.recordSample(seqs, logits, 0);
     try {
-      read = await readPackedSample(this.gpu, sample);
+      await this.advance(step);
     } catch (e) {
-      sample.packed.release();
+      step.sample.packed.release();
       throw e;
     }
-    const { tokens, logprobs, entropies } = read;
-    this.lastSample = { seqs, sample };
+    this.lastSample = { seqs, sample: step.sample };
+  }
+
+  /** Records the draws of `logits` and starts reading them back: the forward and the draws go in one submit,
+   * and the ids, log-probs and entropies come back in one map. */
+  private recordSample(seqs: Sequence[], logits: Tensor, ahead: number): InFlightStep {
+    const rows: SamplingRow[] = seqs.map((s) => ({ temperature: s.opts.temperature, topP: s.opts.topP, seed: s.opts.seed, stream: s.opts.stream, step: s.ids.length + ahead }));
+    const sample = sampleTokensPacked(this.gpu, logits, rows);
+    logits.release();
+    const read = readPackedSample(this.gpu, sample);
+    // Awaited later (a step recorded ahead is read after the one before it): no unhandled rejection meanwhile.
+    read.catch(() => {});
+    return { seqs, sample, read };
+  }
+
+  /** Waits for a step's draws and appends them to its sequences that are still going. The caller owns
+   * step.sample (its ids may feed the next forward). */
+  private async advance(step: InFlightStep): Promise<void> {
+    const { seqs } = step;
+    const { tokens, logprobs, entropies } = await step.read;
     seqs.forEach((s, i) => {
       if (s.ended) return;
       const t = tokens[i]!;

@@ -105,4 +105,32 @@ describe('decode loop', () => {
     together.forEach((r, i) => expect(r.ids).toEqual(alone[i]!));
     await e.close();
   });
+
+  it('steps recorded ahead give what step-by-step decoding gives, also when sequences stop on a token mid-batch', async () => {
+    const stop = greedyIds[4]!;
+    const ahead = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', stopIds: [stop], pageSize: 4 });
+    const stepwise = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', stopIds: [stop], pageSize: 4, runAhead: false });
+    const calls = (e: RolloutEngine) =>
+      Promise.all([
+        e.generate('a', greedyPrompt, { maxNewTokens: 10, temperature: 0 }),
+        e.generate('b', greedyPrompt, { maxNewTokens: 10, temperature: 1, seed: 3 }),
+        e.generate('c', greedyPrompt.slice(1), { maxNewTokens: 7, temperature: 0.7, seed: 4, stream: 2 }),
+        e.generate('d', greedyPrompt, { maxNewTokens: 10, temperature: 0, ignoreEos: true }),
+      ]);
+    const [x, y] = [await calls(ahead), await calls(stepwise)];
+    expect(x[0]!.ids).toEqual(greedyIds.slice(0, greedyIds.indexOf(stop) + 1));
+    expect(x[0]!.finishReason).toBe('stop');
+    expect(x[3]!.ids).toEqual(greedyIds.slice(0, 10));
+    x.forEach((r, i) => {
+      expect(r.ids).toEqual(y[i]!.ids);
+      expect(r.logprobs).toEqual(y[i]!.logprobs);
+      expect(r.entropies).toEqual(y[i]!.entropies);
+      expect(r.finishReason).toBe(y[i]!.finishReason);
+    });
+    // Every page comes back (pages grown for steps recorded ahead included).
+    ahead.clearPrefixCache();
+    expect(ahead.freePages).toBe(ahead.kv.numPages);
+    await ahead.close();
+    await stepwise.close();
+  });
 });
