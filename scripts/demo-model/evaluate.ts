@@ -4,6 +4,7 @@
 // role's format (no format violation), and for solving roles the share of right answers.
 //   deno run -A scripts/demo-model/evaluate.ts --model DIR [--samples 4] [--tasks 64] [--temperature 0.7] [--json FILE]
 import { writeFileSync } from 'node:fs';
+import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
@@ -97,3 +98,5 @@ if (values.json) writeFileSync(values.json, JSON.stringify(out, null, 2) + '\n')
 console.log(JSON.stringify(out));
 await engine.close();
 gpu.destroy();
+// The math grader's symbolic worker (started for unparsable answers) would keep the process alive.
+process.exit(0);
