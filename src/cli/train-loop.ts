@@ -7,7 +7,8 @@ import { GpuDeviceLostError } from '../gpu/errors.ts';
 import { parseMetricsJsonl, parseSamplesJsonl } from '../metrics/jsonl.ts';
 import { renderReport } from '../metrics/report.ts';
 import type { MetricsRecord, SampleRecord, StepRecord, ValidationRecord } from '../metrics/schema.ts';
-import { loadCheckpoint, replaceFile, RUN_FILES, saveAdapters, saveCheckpoint, truncateTo } from '../rl/checkpoint.ts';
+import { loadCheckpoint, RUN_FILES, saveAdapters, saveCheckpoint, truncateTo } from '../rl/checkpoint.ts';
+import { atomicWriteFile } from '../util/atomic-write.ts';
 import type { Trainer } from '../rl/trainer.ts';
 import { Progress } from './progress.ts';
 
@@ -163,6 +164,6 @@ export async function writeReport(runDir: string): Promise<string> {
   const records = parseMetricsJsonl(await readFile(join(runDir, RUN_FILES.metrics), 'utf8')).records;
   const samples = parseSamplesJsonl(await readFile(join(runDir, RUN_FILES.samples), 'utf8').catch(() => '')).samples;
   const path = join(runDir, RUN_FILES.report);
-  await replaceFile(path, renderReport({ records, samples }));
+  await atomicWriteFile(path, renderReport({ records, samples }));
   return path;
 }

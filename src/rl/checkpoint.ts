@@ -10,6 +10,7 @@
 // the lines written after it and continues exactly.
 import { mkdir, open, readdir, readFile, rename, rm, stat, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
+import { atomicWriteFile } from '../util/atomic-write.ts';
 import { PEFT_CONFIG_FILE, PEFT_WEIGHTS_FILE, type PeftFiles } from '../model/peft.ts';
 import type { TrainerState } from './trainer.ts';
 
@@ -36,18 +37,6 @@ async function syncedWrite(path: string, data: Uint8Array | string): Promise<voi
     await f.sync();
   } finally {
     await f.close();
-  }
-}
-
-/** Replaces a file atomically: temp file in the same directory, fsync, rename. */
-export async function replaceFile(path: string, data: Uint8Array | string): Promise<void> {
-  const tmp = `${path}.tmp-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
-  try {
-    await syncedWrite(tmp, data);
-    await rename(tmp, path);
-  } catch (e) {
-    await rm(tmp, { force: true });
-    throw new CheckpointError(`writing ${path}: ${(e as Error).message}`);
   }
 }
 
@@ -92,7 +81,7 @@ export async function saveCheckpoint(runDir: string, state: TrainerState, keep =
     await rm(tmp, { recursive: true, force: true });
     throw new CheckpointError(`checkpoint ${join(root, name)}: ${(e as Error).message}`);
   }
-  await replaceFile(join(root, RUN_FILES.latest), JSON.stringify({ step: state.step, dir: name }) + '\n');
+  await atomicWriteFile(join(root, RUN_FILES.latest), JSON.stringify({ step: state.step, dir: name }) + '\n');
   const old = (await readdir(root)).filter((d) => /^step-\d{6}$/.test(d) && d !== name).sort();
   for (const d of old.slice(0, Math.max(0, old.length - (keep - 1)))) await rm(join(root, d), { recursive: true, force: true });
   return join(root, name);

@@ -146,9 +146,11 @@ export async function grpoUpdate(
   };
   const plan = minis.map((mini) => roleOrder(mini).map((group) => microBatches(trajs, group, budget).map((m) => pack(trajs, m))));
 
-  // 1. logp_old for every micro-batch, before any update.
+  // 1. logp_old for every micro-batch, before any update. With one epoch and one mini-batch nothing is
+  // updated before the loss: the loss's own forward gives logp_old (detached), the same numbers, one pass fewer.
   const logpOld = new Map<number, Float32Array>();
-  for (const mini of plan) {
+  const onePass = epochs === 1 && plan.length === 1;
+  for (const mini of onePass ? [] : plan) {
     for (const group of mini) {
       for (const p of group) {
         const rows = adapters.rows(p.rowAdapters);
@@ -157,22 +159,7 @@ export async function grpoUpdate(
         const [lp, ent] = await Promise.all([gpu.readF32(s.logp), gpu.readF32(s.entropy)]);
         s.logp.release();
         s.entropy.release();
-        p.members.forEach((i, k) => {
-          const t = trajs[i]!;
-          const n = t.responseIds.length;
-          const first = p.responseStart[k]!;
-          const old = lp.slice(first, first + n);
-          logpOld.set(i, old);
-          let nll = 0;
-          let entropy = 0;
-          let drift = 0;
-          for (let j = 0; j < n; j++) {
-            nll -= old[j]!;
-            entropy += ent[first + j]!;
-            drift += Math.abs((t.rolloutLogprobs[j] ?? old[j]!) - old[j]!);
-          }
-          perTrajectory[i] = { tokens: n, nllSum: nll, entropySum: entropy, driftSum: drift, loss: null };
-        });
+        recordOld(trajs, p, lp, ent, logpOld, perTrajectory);
       }
     }
   }
@@ -191,7 +178,7 @@ export async function grpoUpdate(
       }
       const sharedSums = cfg.perRoleGradNorm ? new RoleGradSums(gpu, [...optimizers.entries()].filter(([n]) => seqTotal.has(n)).map(([, o]) => o)) : null;
       for (const group of plan[m]!) {
-        for (const p of group) await microStep(gpu, model, adapters, trajs, p, logpOld, cfg, seqTotal, tokenTotal, perTrajectory);
+        for (const p of group) await microStep(gpu, model, adapters, trajs, p, onePass ? null : logpOld, cfg, seqTotal, tokenTotal, perTrajectory);
         if (sharedSums) result.roleGradNorm[trajs[group[0]!.members[0]!]!.role] = await sharedSums.takeRole();
       }
       sharedSums?.restore();
@@ -214,28 +201,50 @@ export async function grpoUpdate(
   return result;
 }
 
-/** One micro-batch: loss (one policyLoss per adapter, each normalised over its own sub-batch) and backward. */
+/** Keeps each member's logp_old and its token sums (NLL, entropy, rollout drift) from a forward's logp / entropy. */
+function recordOld(trajs: readonly Trajectory[], p: Packed, lp: Float32Array, ent: Float32Array, logpOld: Map<number, Float32Array>, perTrajectory: (TrajectoryStats | null)[]): void {
+  p.members.forEach((i, k) => {
+    const t = trajs[i]!;
+    const n = t.responseIds.length;
+    const first = p.responseStart[k]!;
+    const old = lp.slice(first, first + n);
+    logpOld.set(i, old);
+    let nll = 0;
+    let entropy = 0;
+    let drift = 0;
+    for (let j = 0; j < n; j++) {
+      nll -= old[j]!;
+      entropy += ent[first + j]!;
+      drift += Math.abs((t.rolloutLogprobs[j] ?? old[j]!) - old[j]!);
+    }
+    perTrajectory[i] = { tokens: n, nllSum: nll, entropySum: entropy, driftSum: drift, loss: null };
+  });
+}
+
+/** One micro-batch: loss (one policyLoss per adapter, each normalised over its own sub-batch) and backward.
+ * logpOld null: logp_old is this forward's own logp (one epoch, one mini-batch). */
 async function microStep(
   gpu: Gpu,
   model: Qwen3Model,
   adapters: AdapterSet,
   trajs: readonly Trajectory[],
   p: Packed,
-  logpOld: Map<number, Float32Array>,
+  logpOld: Map<number, Float32Array> | null,
   cfg: UpdateConfig,
   seqTotal: Map<string, number>,
   tokenTotal: Map<string, number>,
   perTrajectory: (TrajectoryStats | null)[],
 ): Promise<void> {
   const T = p.batch.ids.length;
-  const old = new Float32Array(T);
   const adv = new Float32Array(p.members.length);
-  p.members.forEach((i, k) => {
-    old.set(logpOld.get(i)!, p.responseStart[k]!);
-    adv[k] = trajs[i]!.advantage;
-  });
+  p.members.forEach((i, k) => (adv[k] = trajs[i]!.advantage));
+  let oldT: Tensor | null = null;
+  if (logpOld) {
+    const old = new Float32Array(T);
+    p.members.forEach((i, k) => old.set(logpOld.get(i)!, p.responseStart[k]!));
+    oldT = gpu.upload(old, [T], 'f32', 'grpo.logp_old');
+  }
   const names = [...new Set(p.members.map((i) => trajs[i]!.adapter!))];
-  const oldT = gpu.upload(old, [T], 'f32', 'grpo.logp_old');
   const advT = gpu.upload(adv, [p.members.length], 'f32', 'grpo.advantages');
   const masks = names.map((name) => {
     const mask = new Float32Array(T);
@@ -253,11 +262,16 @@ async function microStep(
     model,
     p.batch,
     (s) => {
+      if (!oldT) {
+        oldT = gpu.tensor([T], 'f32', 'grpo.logp_old');
+        gpu.copy(s.logp, oldT, T * 4);
+      }
+      const logpOldT = oldT;
       names.forEach((name, g) => {
         results.push(
           policyLoss(
             gpu,
-            { logp: s.logp, logpOld: oldT, advantages: advT, mask: masks[g]!, seqStarts: p.batch.seqStarts, entropy: s.entropy },
+            { logp: s.logp, logpOld: logpOldT, advantages: advT, mask: masks[g]!, seqStarts: p.batch.seqStarts, entropy: s.entropy },
             { ...cfg.loss, seqTotal: seqTotal.get(name)!, tokenTotal: tokenTotal.get(name)! },
           ),
         );
@@ -273,6 +287,10 @@ async function microStep(
     { adapter: rows, temperature: cfg.temperature },
   );
   rows.release();
+  if (!logpOld) {
+    const [lp, ent] = await Promise.all([gpu.readF32(stats.logp), gpu.readF32(stats.entropy)]);
+    recordOld(trajs, p, lp, ent, new Map(), perTrajectory);
+  }
   // Each sequence's stats come from the loss of its own adapter.
   const perLoss = await Promise.all(results.map((r) => readSeqStats(gpu, r.stats)));
   p.members.forEach((i, k) => {
@@ -280,7 +298,7 @@ async function microStep(
     perTrajectory[i]!.loss = perLoss[g]![k]!;
   });
   for (const r of results) releaseLossResult(r);
-  for (const t of [oldT, advT, ...masks, ...sums, stats.logp, stats.entropy]) t.release();
+  for (const t of [oldT!, advT, ...masks, ...sums, stats.logp, stats.entropy]) t.release();
 }
 
 /** Shared policy: each role's gradient measured alone, then summed back (grad = Σ roles). */
@@ -299,7 +317,8 @@ class RoleGradSums {
     let sumsq = 0;
     for (let o = 0; o < this.opts.length; o++) {
       const opt = this.opts[o]!;
-      sumsq += (await opt.gradNorm()) ** 2;
+      const norm = await opt.gradNorm();
+      sumsq += norm * norm;
       opt.parameters.forEach((p, k) => {
         const sum = add(this.gpu, this.acc[o]![k]!, p.grad);
         this.acc[o]![k]!.release();

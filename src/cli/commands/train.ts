@@ -2,7 +2,8 @@
 // validation, checkpoints, metrics.jsonl, the final adapters and report.html in the run directory.
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { RUN_FILES, replaceFile } from '../../rl/checkpoint.ts';
+import { RUN_FILES } from '../../rl/checkpoint.ts';
+import { atomicWriteFile } from '../../util/atomic-write.ts';
 import { Trainer, type TrainerConfig } from '../../rl/trainer.ts';
 import { numberOption, parse } from '../args.ts';
 import { UsageError, type Command } from '../command.ts';
@@ -74,17 +75,22 @@ export async function train(command: string, v: TrainFlags & Record<string, stri
     if (!Number.isInteger(every) || every < 1) throw new UsageError(`troupe ${command}: --checkpoint-every must be a positive integer`);
     args = { model, dtype: v.dtype, task, data: v.data, checkpointEvery: every };
   }
+  if (!resume) {
+    // The run directory is checked (and its config written) before any work starts.
+    if (!(await isEmptyRun(runDir))) throw new UsageError(`troupe ${command}: ${runDir} already holds a run: continue it with --resume ${runDir}, or choose another --out`);
+    try {
+      await mkdir(runDir, { recursive: true });
+    } catch (e) {
+      throw new UsageError(`troupe ${command}: cannot create the run directory ${runDir}: ${(e as Error).message}`);
+    }
+    const saved: SavedRunConfig = { format: 'troupe-run-1', args, trainer: config };
+    await atomicWriteFile(join(runDir, RUN_FILES.config), JSON.stringify(saved, null, 2) + '\n');
+  }
   const { gpu, model, tokenizer, tasks } = await openRun(command, { ...args, seed: config.seed });
   console.error(driverLine(gpu));
   console.error(`troupe ${command}: ${config.workflow} / ${config.policy} on ${tasks.description}: ${config.steps} steps of ${config.batchTasks} tasks x ${config.groupSize} rollouts`);
   const trainer = new Trainer({ gpu, model, tokenizer, tasks, config });
   try {
-    if (!resume) {
-      await mkdir(runDir, { recursive: true });
-      const saved: SavedRunConfig = { format: 'troupe-run-1', args, trainer: config };
-      if (!(await isEmptyRun(runDir))) throw new UsageError(`troupe ${command}: ${runDir} already holds a run: continue it with --resume ${runDir}, or choose another --out`);
-      await replaceFile(join(runDir, RUN_FILES.config), JSON.stringify(saved, null, 2) + '\n');
-    }
     const stopAfter = v['stop-after'] === undefined ? undefined : numberOption(command, 'stop-after', v['stop-after'], 0);
     if (stopAfter !== undefined && !(Number.isInteger(stopAfter) && stopAfter >= 1)) throw new UsageError(`troupe ${command}: --stop-after must be a positive integer`);
     return await runTrainLoop(trainer, { runDir, resume, checkpointEvery: args.checkpointEvery, stopAfter });
