@@ -145,6 +145,15 @@ export async function benchDispatch(gpu: Gpu, opts: { quick: boolean; filter?: s
         if (r) maps.push((now() - t0) * 1000);
       }
       rows.push(benchRow(gpu, 'webgpu_copy_map_roundtrip_us', median(maps), 'us'));
+      const dones: number[] = [];
+      for (let r = 0; r <= repeats * 4; r++) {
+        const t0 = now();
+        d.queue.submit([d.createCommandEncoder().finish()]);
+        await d.queue.onSubmittedWorkDone();
+        if (r) dones.push((now() - t0) * 1000);
+      }
+      // Under Deno 2.9 both waits take about 11 ms whatever the work (deno_webgpu polls, then sleeps 10 ms).
+      rows.push(benchRow(gpu, 'webgpu_on_submitted_work_done_us', median(dones), 'us'));
       const ticks: number[] = [];
       for (let r = 0; r <= repeats * 4; r++) {
         const t0 = now();

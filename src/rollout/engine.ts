@@ -74,8 +74,8 @@ export interface EngineOptions {
   /** Token ids that end a sequence (default: the model's eos ids plus <|im_end|> and <|endoftext|>). */
   stopIds?: number[];
   kvDtype?: 'f16' | 'f32';
-  /** Record the next decode step while the GPU runs the current one (default true). */
-  runAhead?: boolean;
+  /** Decode steps recorded while the GPU runs the current one (true/default: 1, or 3 under Deno; false = 0). */
+  runAhead?: boolean | number;
 }
 
 /** A recorded step whose draws are being read back. */
@@ -363,44 +363,55 @@ export class RolloutEngine {
     this.lastSample = null;
     const same = prev !== null && prev.seqs.length === seqs.length && prev.seqs.every((s, i) => s === seqs[i]);
     const ids = same ? prev.sample.tokens : Uint32Array.from(seqs.map((s) => s.ids[s.ids.length - 1]!));
-    let cur: InFlightStep;
+    const inflight: InFlightStep[] = [];
     try {
-      cur = this.recordDecode(seqs, ids, 0);
+      inflight.push(this.recordDecode(seqs, ids, 0));
     } finally {
       prev?.sample.packed.release();
     }
-    // While the GPU runs a step, the next one is recorded from its draws on the GPU and submitted behind it,
-    // so the GPU does not wait for the host to read the draws and record again. A step recorded ahead is
+    // While the GPU runs a step, the next ones are recorded from its draws on the GPU and submitted behind
+    // it, so the GPU does not wait for the host to read the draws and record again. A step recorded ahead is
     // exactly what the next step would have been; rows of sequences that stop in between are dropped.
-    for (;;) {
-      let next: InFlightStep | null = null;
-      try {
-        if (this.canRunAhead(seqs)) next = this.recordDecode(seqs, cur.sample.tokens, 1);
-        await this.advance(cur);
-      } catch (e) {
-        await cur.read.catch(() => {});
-        cur.sample.packed.release();
-        if (next) {
-          await next.read.catch(() => {});
-          next.sample.packed.release();
+    const depth = this.runAheadDepth();
+    try {
+      for (;;) {
+        while (inflight.length <= depth && this.canRunAhead(seqs, inflight.length)) {
+          inflight.push(this.recordDecode(seqs, inflight[inflight.length - 1]!.sample.tokens, inflight.length));
         }
-        throw e;
+        const cur = inflight[0]!;
+        await this.advance(cur);
+        inflight.shift();
+        if (!inflight.length) {
+          this.lastSample = { seqs, sample: cur.sample };
+          return;
+        }
+        cur.sample.packed.release();
       }
-      if (!next) {
-        this.lastSample = { seqs, sample: cur.sample };
-        return;
+    } catch (e) {
+      for (const f of inflight) {
+        await f.read.catch(() => {});
+        f.sample.packed.release();
       }
-      cur.sample.packed.release();
-      cur = next;
+      throw e;
     }
   }
 
-  /** Whether a step may be recorded ahead of the one in flight: the same sequences, none ended or about to
-   * reach maxNewTokens, no call waiting to join, and a page for each that needs one (no preemption). */
-  private canRunAhead(seqs: Sequence[]): boolean {
-    if (this.options.runAhead === false || this.waiting.length || seqs.length !== this.running.length) return false;
+  /** Decode steps recorded ahead of the one being read: EngineOptions.runAhead, else 1, or 3 under Deno,
+   * whose wgpu binding takes about 11 ms to resolve any mapAsync (a 10 ms sleep in its poll loop): steps
+   * in flight together share that wait. */
+  private runAheadDepth(): number {
+    const r = this.options.runAhead;
+    if (r === false) return 0;
+    if (typeof r === 'number') return Math.max(0, Math.floor(r));
+    return this.gpu.report.runtime === 'deno' ? 3 : 1;
+  }
+
+  /** Whether a step may be recorded behind the `unread` ones in flight: the same sequences, none ended or
+   * reaching maxNewTokens before it, no call waiting to join, and a page for each that needs one (no preemption). */
+  private canRunAhead(seqs: Sequence[], unread: number): boolean {
+    if (this.waiting.length || seqs.length !== this.running.length) return false;
     for (const s of seqs) {
-      if (s.ended || s.ids.length + 1 >= s.opts.maxNewTokens) return false;
+      if (s.ended || s.ids.length + unread >= s.opts.maxNewTokens) return false;
     }
     if (!seqs.every((s, i) => this.running[i] === s)) return false;
     const grow = seqs.filter((s) => s.cached + 1 > s.pages.length * this.kv.pageSize);

@@ -106,9 +106,9 @@ describe('decode loop', () => {
     await e.close();
   });
 
-  it('steps recorded ahead give what step-by-step decoding gives, also when sequences stop on a token mid-batch', async () => {
+  it.each([1, 3])('%i steps recorded ahead give what step-by-step decoding gives, also when sequences stop on a token mid-batch', async (depth) => {
     const stop = greedyIds[4]!;
-    const ahead = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', stopIds: [stop], pageSize: 4 });
+    const ahead = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', stopIds: [stop], pageSize: 4, runAhead: depth });
     const stepwise = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', stopIds: [stop], pageSize: 4, runAhead: false });
     const calls = (e: RolloutEngine) =>
       Promise.all([
