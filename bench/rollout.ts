@@ -69,6 +69,18 @@ export async function benchRollout(gpu: Gpu, opts: { quick: boolean; preset?: st
     rows.push(benchRow(gpu, `rollout_${tag}_${seqs}seq_peak_memory`, gpu.memory.peakBytes / 2 ** 30, 'GiB'));
     await engine.close();
   }
+  // One sequence through the engine: where the host's share of a step (recording, the read back) shows, with
+  // the next step recorded while the GPU runs the current one (the default) and without.
+  for (const runAhead of [true, false]) {
+    const oneName = `rollout_${tag}_1seq_${plan.newTokens}new${runAhead ? '' : '_no_run_ahead'}_tok_per_s`;
+    if (!want(oneName)) continue;
+    const one: Plan = { ...plan, prompts: 1, samples: 1 };
+    const engine = new RolloutEngine(model, null, { kvBudgetBytes, maxBatchSeqs: seqs, runAhead });
+    await timeRun(engine, { ...one, newTokens: Math.min(8, plan.newTokens) }, ['base'], config.vocabSize);
+    const r = await timeRun(engine, one, ['base'], config.vocabSize);
+    rows.push(benchRow(gpu, oneName, r.tokens / r.seconds, 'tok/s'));
+    await engine.close();
+  }
   const loraName = `rollout_${tag}_${seqs}seq_${plan.newTokens}new_3lora_r64_tok_per_s`;
   if (want(loraName)) {
     const adapters = new AdapterSet();
