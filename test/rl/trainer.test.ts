@@ -2,6 +2,8 @@
 // trains two steps with every per-role metric present; a run saved after one step and restored in a new
 // trainer continues to the same adapters, bit for bit, as an uninterrupted run; after an update the
 // rollout engine serves the new weights; a lost device ends the step with a named error.
+// The workflow x policy matrix runs under Deno (lavapipe, several times faster than SwiftShader on a CPU);
+// under Node one cell of it runs, so each runtime trains end to end without repeating the slow cases.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Gpu } from '../../src/gpu/gpu.ts';
 import { nextTokenBatch, tokenLogprobs } from '../../src/model/backward.ts';
@@ -18,6 +20,7 @@ import { workflowByName } from '../../src/workflows/index.ts';
 import { testGpu } from '../helpers/gpu.ts';
 
 export const DEMO_DIR = 'public/demo-model';
+const isDeno = 'Deno' in globalThis;
 
 let gpu: Gpu;
 let model: Qwen3Model;
@@ -43,7 +46,7 @@ function config(workflow: WorkflowName, policy: 'shared' | 'isolated', over: Par
     steps: 2,
     batchTasks: 2,
     groupSize: 2,
-    sampling: { temperature: 1, topP: 1, maxNewTokens: 12 },
+    sampling: { temperature: 1, topP: 1, maxNewTokens: 20 },
     validation: { every: 1, tasks: 3, temperature: 0 },
     lora: { rank: 4, alpha: 8, targets: ['q_proj', 'v_proj', 'down_proj'] },
     ...over,
@@ -62,7 +65,8 @@ const ROLE_FIELDS: (keyof RoleStepMetrics)[] = [
 describe('Trainer', () => {
   for (const workflow of WORKFLOW_NAMES) {
     for (const policy of ['shared', 'isolated'] as const) {
-      it(`${workflow} / ${policy}: two steps with every per-role metric`, { timeout: 600_000 }, async () => {
+      const here = isDeno || (workflow === 'voting' && policy === 'isolated');
+      it.skipIf(!here)(`${workflow} / ${policy}: two steps with every per-role metric`, { timeout: 600_000 }, async () => {
         const records: StepRecord[] = [];
         const trainer = new Trainer({ gpu, model, tokenizer, tasks, config: config(workflow, policy), onRecord: (r) => r.type === 'step' && records.push(r) });
         expect(trainer.adapters.names.sort()).toEqual(policy === 'shared' ? ['policy'] : [...workflowByName(workflow).roles].sort());

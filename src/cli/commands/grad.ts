@@ -3,7 +3,8 @@
 // to compare with PyTorch + PEFT. --loss nll (default): the mean next-token NLL of one token sequence.
 // --loss grpo: the clipped GRPO policy loss of a JSONL batch (src/rl/grpo-batch.ts), all lines packed
 // into one batch. The adapter runs through AdapterSet.rows, the per-row path the rollout engine runs.
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
+import { atomicWriteFile, checkWritable } from '../../util/atomic-write.ts';
 import { Gpu } from '../../gpu/gpu.ts';
 import type { Tensor } from '../../gpu/tensor.ts';
 import { lossAndGradients, nextTokenBatch } from '../../model/backward.ts';
@@ -74,6 +75,7 @@ export const command: Command = {
     if (loss !== 'nll' && loss !== 'grpo') throw new UsageError(`troupe grad: --loss must be nll or grpo, got "${loss}"`);
     if (values.model === undefined) throw new UsageError('troupe grad: --model is required');
     if (values.out === undefined) throw new UsageError('troupe grad: --out is required');
+    await checkWritable(values.out);
     if ((values.adapter === undefined) === !values.full) throw new UsageError('troupe grad: give exactly one of --adapter or --full');
     let ids: number[] = [];
     if (loss === 'nll') {
@@ -129,7 +131,7 @@ export const command: Command = {
       }
       const tensors = [];
       for (const p of params) tensors.push({ name: p.name, dtype: 'F32' as const, shape: p.grad.shape, data: await gpu.readF32(p.grad) });
-      await writeFile(values.out, writeSafetensors(tensors, { format: 'pt', loss: String(summary.loss) }));
+      await atomicWriteFile(values.out, writeSafetensors(tensors, { format: 'pt', loss: String(summary.loss) }));
       set.release();
       console.log(JSON.stringify(summary));
       return 0;

@@ -4,6 +4,7 @@
 // weights loses updates below half an f16 ulp). Writes a Hugging Face checkpoint directory
 // (config.json, model.safetensors, the tokenizer files, generation_config.json). It made the demo model.
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { atomicWriteFile } from '../../util/atomic-write.ts';
 import { join } from 'node:path';
 import { Gpu } from '../../gpu/gpu.ts';
 import type { Tensor } from '../../gpu/tensor.ts';
@@ -263,10 +264,10 @@ export const command: Command = {
         const v = await gpu.readF32(p.param);
         tensors.push({ name: p.name, dtype: saveDtype === 'f32' ? ('F32' as const) : ('BF16' as const), shape: p.param.shape, data: v });
       }
-      await writeFile(join(values.out, 'model.safetensors'), writeSafetensors(tensors, { format: 'pt' }));
-      await writeFile(join(values.out, 'config.json'), JSON.stringify(configJson(config, raw, saveDtype === 'f32' ? 'float32' : 'bfloat16'), null, 2) + '\n');
+      await atomicWriteFile(join(values.out, 'model.safetensors'), writeSafetensors(tensors, { format: 'pt' }));
+      await atomicWriteFile(join(values.out, 'config.json'), JSON.stringify(configJson(config, raw, saveDtype === 'f32' ? 'float32' : 'bfloat16'), null, 2) + '\n');
       const gen = { bos_token_id: tokenizer.endOfTextId, eos_token_id: [tokenizer.imEndId, tokenizer.endOfTextId], pad_token_id: tokenizer.padId, do_sample: true, temperature: 0.7, top_p: 1.0 };
-      await writeFile(join(values.out, 'generation_config.json'), JSON.stringify(gen, null, 2) + '\n');
+      await atomicWriteFile(join(values.out, 'generation_config.json'), JSON.stringify(gen, null, 2) + '\n');
       const src = new DirectorySource(tokDir);
       for (const f of TOKENIZER_FILES) {
         const from = join(tokDir, f);
