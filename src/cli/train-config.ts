@@ -79,6 +79,8 @@ export interface TrainFlags {
   temperature?: string;
   'validate-every'?: string;
   'val-tasks'?: string;
+  'val-samples'?: string;
+  'val-temperature'?: string;
   'lora-rank'?: string;
   'lora-alpha'?: string;
   frozen?: string;
@@ -101,6 +103,8 @@ export const TRAIN_FLAG_OPTIONS = {
   temperature: { type: 'string' },
   'validate-every': { type: 'string' },
   'val-tasks': { type: 'string' },
+  'val-samples': { type: 'string' },
+  'val-temperature': { type: 'string' },
   'lora-rank': { type: 'string' },
   'lora-alpha': { type: 'string' },
   frozen: { type: 'string' },
@@ -117,6 +121,7 @@ export const TRAIN_FLAG_USAGE = [
   '  --steps N  --batch-tasks B  --group-size G  --max-new-tokens N  --lr X  --seed S  --temperature T',
   '  --validate-every K        validation on held-out tasks every K steps (and before the first)',
   '  --val-tasks N             validation tasks per pass',
+  '  --val-temperature T       validation sampling temperature (0: greedy)  --val-samples K  rollouts per validation task',
   '  --lora-rank R --lora-alpha A',
   '  --frozen ROLE[,ROLE]      roles that keep the base model (not trained)',
   '  --group-key task-slot-turn|task-role   GRPO groups (default task-slot-turn, as the study)',
@@ -157,6 +162,9 @@ export async function trainerConfig(command: string, f: TrainFlags, names: { tas
   if (!Number.isInteger(c.seed) || c.seed < 0) throw new UsageError(`troupe ${command}: --seed must be an integer >= 0`);
   c.validation.every = int('validate-every', f['validate-every'], c.validation.every);
   c.validation.tasks = int('val-tasks', f['val-tasks'], c.validation.tasks);
+  c.validation.samples = int('val-samples', f['val-samples'], c.validation.samples ?? 1);
+  c.validation.temperature = numberOption(command, 'val-temperature', f['val-temperature'], c.validation.temperature);
+  if (!(c.validation.temperature >= 0)) throw new UsageError(`troupe ${command}: --val-temperature must be >= 0`);
   c.lora = { ...c.lora, rank: int('lora-rank', f['lora-rank'], c.lora.rank), alpha: numberOption(command, 'lora-alpha', f['lora-alpha'], c.lora.alpha) };
   if (f.frozen !== undefined) {
     const roles = f.frozen.split(',').map((s) => s.trim()).filter(Boolean);

@@ -89,6 +89,8 @@ export interface ValidationRecord {
   step: number;
   time: string;
   tasks: number;
+  /** Rollouts per task (1 when greedy). */
+  samples?: number;
   /** Fraction of validation episodes whose final answer is correct. */
   accuracy: number;
   roles: Partial<Record<RoleType, RoleValidationMetrics>>;

@@ -40,7 +40,8 @@ export interface TrainerConfig {
   batchTasks: number;
   groupSize: number;
   sampling: SamplingConfig;
-  validation: { every: number; tasks: number; temperature: number };
+  /** Held-out tasks every `every` steps: `samples` rollouts each at `temperature` (0: greedy, one is enough). */
+  validation: { every: number; tasks: number; temperature: number; samples?: number };
   lr: number;
   warmupSteps: number;
   weightDecay: number;
@@ -268,12 +269,15 @@ export class Trainer {
     const c = this.config;
     const tasks = this.opts.tasks.validation.slice(0, c.validation.tasks);
     if (!tasks.length) throw new TrainError('validation: the task set has no validation tasks');
-    const episodes = await this.rollout(tasks, 1, c.validation.temperature, stepSeed(c.seed, 0, 99), `val${this.stepsDone}`);
+    // The same sampling streams at every validation: differences between passes come from the weights.
+    const samples = c.validation.temperature > 0 ? (c.validation.samples ?? 1) : 1;
+    const episodes = await this.rollout(tasks, samples, c.validation.temperature, stepSeed(c.seed, 0, 99), `val${this.stepsDone}`);
     const record: ValidationRecord = {
       type: 'validation',
       step: this.stepsDone,
       time: new Date().toISOString(),
       tasks: tasks.length,
+      samples,
       accuracy: episodes.filter((e) => e.reward === 1).length / episodes.length,
       roles: validationRoleMetrics(episodes),
     };
@@ -423,6 +427,9 @@ function checkConfig(c: TrainerConfig, tasks: TaskSet): void {
   pos('groupSize', c.groupSize);
   pos('sampling.maxNewTokens', c.sampling.maxNewTokens);
   pos('validation.every', c.validation.every);
+  pos('validation.tasks', c.validation.tasks);
+  if (c.validation.samples !== undefined) pos('validation.samples', c.validation.samples);
+  if (!(c.validation.temperature >= 0)) throw new TrainError(`config: validation.temperature must be >= 0, got ${c.validation.temperature}`);
   if (!(c.sampling.temperature > 0)) throw new TrainError(`config: the sampling temperature must be > 0 for GRPO, got ${c.sampling.temperature}`);
   if (!(c.lr > 0)) throw new TrainError(`config: lr must be > 0, got ${c.lr}`);
   if (!tasks.train.length) throw new TrainError('config: the task set has no train tasks');

@@ -117,6 +117,19 @@ describe('grpoUpdate', () => {
     release(s);
   });
 
+  it('a step raises the log-probability of responses with A > 0 and lowers those with A < 0', async () => {
+    const s = setup(['generator', 'aggregator'], 2e-2);
+    const trajs = trajectories((x) => x);
+    const first = await grpoUpdate(gpu, model, s.set, s.opts, trajs, base, 2e-2);
+    const second = await grpoUpdate(gpu, model, s.set, s.opts, trajs, base, 0);
+    trajs.forEach((t, i) => {
+      const before = -first.perTrajectory[i]!.nllSum;
+      const after = -second.perTrajectory[i]!.nllSum;
+      expect([i, Math.sign(after - before)]).toEqual([i, Math.sign(t.advantage)]);
+    });
+    release(s);
+  });
+
   it('two mini-batches: the second one sees ratios that moved', async () => {
     const s = setup(['generator', 'aggregator'], 5e-2);
     const r = await grpoUpdate(gpu, model, s.set, s.opts, trajectories((x) => x), { ...base, miniBatches: 2 }, 5e-2);
