@@ -79,7 +79,8 @@ async function exists(path: string): Promise<boolean> {
 
 /** Runs (or resumes) the training loop to the configured number of steps. */
 export async function runTrainLoop(trainer: Trainer, o: TrainLoopOptions): Promise<TrainLoopResult> {
-  const log = o.log ?? process.stderr;
+  // A terminal gets the live bar; otherwise lines through console.error (which callers may capture).
+  const log = o.log ?? (process.stderr.isTTY ? process.stderr : { write: (t: string) => console.error(t.replace(/\n$/, '')), isTTY: false });
   const metricsPath = join(o.runDir, RUN_FILES.metrics);
   const samplesPath = join(o.runDir, RUN_FILES.samples);
   await mkdir(o.runDir, { recursive: true });

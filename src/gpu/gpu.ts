@@ -520,7 +520,8 @@ export class Gpu {
     if (errs.length) throw errs[0];
   }
 
-  private checkLost(what: string): void {
+  /** Throws GpuDeviceLostError once the device is lost or destroyed (`what` names the work refused). */
+  checkLost(what: string): void {
     if (this.destroyed) throw new GpuDeviceLostError(`GPU device was destroyed (Gpu.destroy()) before ${what}`);
     if (!this.lostInfo) return;
     throw new GpuDeviceLostError(

@@ -110,7 +110,7 @@ export function stepRoleMetrics(
       entropy: per(entropy, tokens),
       perplexity: tokens > 0 ? Math.exp(nll / tokens) : 0,
       // ratio = exp(logp − logp_old): log of the mean ratio, and verl's ppo_kl = mean(logp_old − logp).
-      logRatio: loss.tokens > 0 ? -per(loss.ppoKl, loss.tokens) : 0,
+      logRatio: loss.tokens > 0 ? 0 - per(loss.ppoKl, loss.tokens) : 0,
       clipFrac: per(loss.clipped, loss.tokens),
       clipFracLower: per(loss.dual, loss.tokens),
       gradNorm: gradNorm[role] ?? null,

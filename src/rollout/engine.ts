@@ -246,9 +246,14 @@ export class RolloutEngine {
             await Promise.resolve();
           }
           this.reapEnded();
+          if (!this.waiting.length && !this.running.length) break;
+          this.gpu.checkLost('a rollout step');
           const admitted = this.admit();
           if (admitted.length) await this.prefill(admitted);
           else if (this.running.length) await this.decodeStep();
+          else if (this.waiting.length) {
+            throw new RolloutError(`rollout engine: ${this.waiting.length} calls wait but none can be admitted (${this.kv.freePages} of ${this.kv.numPages} KV pages free): raise kvBudgetBytes`);
+          }
         }
         this.dropLastSample();
       } catch (e) {
