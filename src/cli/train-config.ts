@@ -56,7 +56,7 @@ export function mergeConfig<T>(base: T, over: unknown, where: string, path = '')
     const key = path ? `${path}.${k}` : k;
     if (!(k in out)) throw new UsageError(`${where}: unknown field ${key} (known: ${Object.keys(out).join(', ')})`);
     const cur = out[k];
-    if (isObject(cur) && !Array.isArray(cur)) out[k] = mergeConfig(cur, v, where, key);
+    if (isObject(cur)) out[k] = mergeConfig(cur, v, where, key);
     else {
       if (cur !== undefined && typeof cur !== typeof v) throw new UsageError(`${where}: ${key} must be a ${Array.isArray(cur) ? 'list' : typeof cur}, got ${JSON.stringify(v)}`);
       out[k] = v;

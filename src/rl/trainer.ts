@@ -19,7 +19,7 @@ import type { GroupKey } from './advantages.ts';
 import { type AdvantageOptions, grpoAdvantages } from './advantages.ts';
 import { grpoUpdate, type UpdateConfig } from './grpo-update.ts';
 import { RecordingAgent, type SamplingConfig, stepSeed, type Trajectory } from './trajectory.ts';
-import { type GradedEpisode, roleAccuracy, stepRoleMetrics, validationRoleMetrics } from '../metrics/role-metrics.ts';
+import { type GradedEpisode, stepRoleMetrics, validationRoleMetrics } from '../metrics/role-metrics.ts';
 import type { MetricsRecord, PolicySharing, RunRecord, SampleRecord, StepRecord, ValidationRecord } from '../metrics/schema.ts';
 import { workflowByName } from '../workflows/index.ts';
 import type { RoleType, Workflow, WorkflowName } from '../workflows/types.ts';
@@ -284,11 +284,6 @@ export class Trainer {
     this.onRecord?.(record);
     this.emitSamples(episodes, this.stepsDone, 'validation');
     return record;
-  }
-
-  /** Per-role accuracy of a validation pass without emitting anything (troupe eval). */
-  static accuracyOf(episodes: GradedEpisode[]) {
-    return roleAccuracy(episodes);
   }
 
   private emitSamples(episodes: GradedEpisode[], step: number, split: 'train' | 'validation'): void {

@@ -4,7 +4,9 @@ import { readFile } from 'node:fs/promises';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { Qwen3Config } from '../../src/model/config.ts';
 import { readSafetensorsBytes } from '../../src/model/safetensors.ts';
-import { assembleQwen3Weights, expectedTensors, type Qwen3Weights } from '../../src/model/weights.ts';
+import { Qwen3Model } from '../../src/model/qwen3.ts';
+import { DirectorySource } from '../../src/model/source.ts';
+import { assembleQwen3Weights, expectedTensors, loadQwen3, type Qwen3Weights } from '../../src/model/weights.ts';
 import { randn } from './random.ts';
 import type { WeightMap } from '../ref/qwen3.ts';
 
@@ -55,4 +57,16 @@ export async function readFixture(path: string): Promise<Map<string, { shape: nu
     throw new Error(`fixture ${path} is missing (made by test/fixtures/gen/make_fixtures.py): ${(e as Error).message}`);
   }
   return readSafetensorsBytes(bytes, path).tensors;
+}
+
+/** The gqa-tied fixture model (f32) and its transformers greedy reference: prompt and the new ids. */
+export async function greedyFixture(gpu: Gpu): Promise<{ model: Qwen3Model; prompt: number[]; greedy: number[] }> {
+  const dir = `${FIXTURE_MODELS}/gqa-tied`;
+  const { config, weights } = await loadQwen3(gpu, new DirectorySource(dir), { dtype: 'f32' });
+  const ref = await readFixture(`${dir}/reference.safetensors`);
+  return {
+    model: new Qwen3Model(gpu, config, weights),
+    prompt: Array.from(ref.get('greedy_prompt')!.values),
+    greedy: Array.from(ref.get('greedy_ids')!.values),
+  };
 }

@@ -1,20 +1,8 @@
 // CPU references of the graders' answer extraction: the plain definitions (a regex scan with a brace
 // count per box; a per-line fence regex). Quadratic on hostile text, so the graders use linear scanners
-// (src/tasks/math/extract.ts, src/tasks/code/extract.ts), checked against these on random text.
-
-function matchingBrace(text: string, open: number): number {
-  let depth = 0;
-  for (let i = open; i < text.length; i++) {
-    const c = text[i];
-    if (c === '\\') {
-      i++;
-      continue;
-    }
-    if (c === '{') depth++;
-    else if (c === '}' && --depth === 0) return i;
-  }
-  return -1;
-}
+// (src/tasks/math/extract.ts, src/tasks/code/extract.ts), checked against these on random text. Brace
+// matching itself is one loop per box and shared with the grader (matchingBrace).
+import { matchingBrace } from '../../src/tasks/math/extract.ts';
 
 /** Contents of every balanced \boxed{...} / \fbox{...} (and `\boxed 5`), in order; unbalanced ones skipped. */
 export function refBoxedContents(text: string): string[] {

@@ -4,11 +4,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
-import { DirectorySource } from '../../src/model/source.ts';
-import { loadQwen3 } from '../../src/model/weights.ts';
 import { RolloutEngine } from '../../src/rollout/engine.ts';
 import { testGpu } from '../helpers/gpu.ts';
-import { FIXTURE_MODELS, readFixture } from '../helpers/tiny-qwen3.ts';
+import { greedyFixture } from '../helpers/tiny-qwen3.ts';
 
 let gpu: Gpu;
 let model: Qwen3Model;
@@ -17,12 +15,7 @@ let greedyIds: number[];
 
 beforeAll(async () => {
   gpu = await testGpu();
-  const dir = `${FIXTURE_MODELS}/gqa-tied`;
-  const { config, weights } = await loadQwen3(gpu, new DirectorySource(dir), { dtype: 'f32' });
-  model = new Qwen3Model(gpu, config, weights);
-  const ref = await readFixture(`${dir}/reference.safetensors`);
-  greedyPrompt = Array.from(ref.get('greedy_prompt')!.values);
-  greedyIds = Array.from(ref.get('greedy_ids')!.values);
+  ({ model, prompt: greedyPrompt, greedy: greedyIds } = await greedyFixture(gpu));
 });
 
 /** Counts submits, reads back, id uploads and timers while `f` runs. */

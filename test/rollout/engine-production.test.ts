@@ -7,11 +7,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Dispatch, Gpu } from '../../src/gpu/gpu.ts';
 import { matmulPolicy, setMatmulPolicy } from '../../src/kernels/matmul.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
-import { DirectorySource } from '../../src/model/source.ts';
-import { loadQwen3 } from '../../src/model/weights.ts';
 import { type EngineOptions, type GenerateOptions, RolloutEngine } from '../../src/rollout/engine.ts';
 import { testGpu } from '../helpers/gpu.ts';
-import { FIXTURE_MODELS, readFixture } from '../helpers/tiny-qwen3.ts';
+import { greedyFixture } from '../helpers/tiny-qwen3.ts';
 
 let gpu: Gpu;
 let model: Qwen3Model;
@@ -20,12 +18,7 @@ let hfGreedy: number[];
 
 beforeAll(async () => {
   gpu = await testGpu();
-  const dir = `${FIXTURE_MODELS}/gqa-tied`;
-  const { config, weights } = await loadQwen3(gpu, new DirectorySource(dir), { dtype: 'f32' });
-  model = new Qwen3Model(gpu, config, weights);
-  const ref = await readFixture(`${dir}/reference.safetensors`);
-  prompt = Array.from(ref.get('greedy_prompt')!.values);
-  hfGreedy = Array.from(ref.get('greedy_ids')!.values); // the 12 new tokens
+  ({ model, prompt: prompt, greedy: hfGreedy } = await greedyFixture(gpu));
 });
 
 async function run(opts: EngineOptions, gen: GenerateOptions, prompts: number[][]) {

@@ -5,14 +5,12 @@ import type { Gpu } from '../../src/gpu/gpu.ts';
 import { lossAndGradients, nextTokenBatch } from '../../src/model/backward.ts';
 import { AdapterSet, DEFAULT_LORA, LoraAdapter } from '../../src/model/lora.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
-import { DirectorySource } from '../../src/model/source.ts';
-import { loadQwen3 } from '../../src/model/weights.ts';
 import { AdamW } from '../../src/optim/adamw.ts';
 import { nllLoss, releaseLossResult } from '../../src/rl/loss.ts';
 import { type GenerateOptions, type GenerateResult, RolloutEngine } from '../../src/rollout/engine.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randInts, randn } from '../helpers/random.ts';
-import { FIXTURE_MODELS, readFixture } from '../helpers/tiny-qwen3.ts';
+import { greedyFixture } from '../helpers/tiny-qwen3.ts';
 
 let gpu: Gpu;
 let model: Qwen3Model;
@@ -22,16 +20,11 @@ let greedyIds: number[];
 
 beforeAll(async () => {
   gpu = await testGpu();
-  const dir = `${FIXTURE_MODELS}/gqa-tied`;
-  const { config, weights } = await loadQwen3(gpu, new DirectorySource(dir), { dtype: 'f32' });
-  model = new Qwen3Model(gpu, config, weights);
-  const ref = await readFixture(`${dir}/reference.safetensors`);
-  greedyPrompt = Array.from(ref.get('greedy_prompt')!.values);
-  greedyIds = Array.from(ref.get('greedy_ids')!.values);
+  ({ model, prompt: greedyPrompt, greedy: greedyIds } = await greedyFixture(gpu));
   adapters = new AdapterSet();
   const small = { ...DEFAULT_LORA, rank: 4, alpha: 8 };
-  adapters.add(LoraAdapter.create(gpu, 'solver', config, small, { seed: 1, randomB: 0.3 }));
-  adapters.add(LoraAdapter.create(gpu, 'judge', config, small, { seed: 2, randomB: 0.3 }));
+  adapters.add(LoraAdapter.create(gpu, 'solver', model.config, small, { seed: 1, randomB: 0.3 }));
+  adapters.add(LoraAdapter.create(gpu, 'judge', model.config, small, { seed: 2, randomB: 0.3 }));
 });
 
 function engine(opts: ConstructorParameters<typeof RolloutEngine>[2] = {}): RolloutEngine {
