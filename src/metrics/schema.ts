@@ -18,6 +18,8 @@ export interface RunRecord {
   adapters: Record<string, string | null>;
   config: Record<string, unknown>;
   runtime: { name: string; adapter: string; cpuDriver: boolean };
+  /** Where the tasks came from; for a dataset also its rows and the bad rows skipped, per reason. */
+  tasks?: { description: string; train: number; validation: number; rows?: number; bad?: number; badByReason?: Record<string, number> };
 }
 
 export interface RoleStepMetrics {

@@ -13,6 +13,7 @@ import { AdamW } from '../optim/adamw.ts';
 import { cosineWithWarmup } from '../optim/schedule.ts';
 import { RolloutEngine } from '../rollout/engine.ts';
 import { gradeTask } from '../tasks/grade.ts';
+import type { DatasetReport } from '../tasks/data/load.ts';
 import type { TaskSet } from '../tasks/source.ts';
 import type { Task } from '../tasks/types.ts';
 import type { GroupKey } from './advantages.ts';
@@ -171,6 +172,7 @@ export class Trainer {
       adapters: { ...this.adapterOf },
       config: { ...this.config } as unknown as Record<string, unknown>,
       runtime: { name: r.runtime, adapter: [r.vendor, r.architecture, r.description].filter(Boolean).join(' '), cpuDriver: r.cpuDriver !== null },
+      tasks: { description: this.opts.tasks.description, train: this.opts.tasks.train.length, validation: this.opts.tasks.validation.length, ...datasetCounts(this.opts.tasks.report) },
     };
   }
 
@@ -430,4 +432,8 @@ function checkConfig(c: TrainerConfig, tasks: TaskSet): void {
   if (!tasks.train.length) throw new TrainError('config: the task set has no train tasks');
   if (c.policy !== 'shared' && c.policy !== 'isolated') throw new TrainError(`config: policy must be shared or isolated, got ${c.policy}`);
   if (c.groupKey !== 'task-slot-turn' && c.groupKey !== 'task-role') throw new TrainError(`config: groupKey must be task-slot-turn or task-role, got ${c.groupKey}`);
+}
+
+function datasetCounts(report: DatasetReport | undefined): { rows?: number; bad?: number; badByReason?: Record<string, number> } {
+  return report ? { rows: report.rows, bad: report.bad, badByReason: { ...report.badByReason } } : {};
 }

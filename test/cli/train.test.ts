@@ -1,7 +1,8 @@
 // `troupe train`, `--resume`, `eval` and `start` through the CLI on the demo model (tiny sizes):
 // the run directory's files; a run stopped after step 1, left with a half-written checkpoint and a
 // half-written metrics line (a process killed mid-write), resumes to the same adapters, bit for bit,
-// as an uninterrupted run; bad arguments are usage errors that name the problem.
+// as an uninterrupted run; a dataset's bad rows are counted and reported, not fatal; bad arguments are
+// usage errors that name the problem.
 // Runs under Deno (lavapipe trains several times faster than SwiftShader); Node trains in
 // test/rl/trainer.test.ts and the app's Chromium test, so the slow end-to-end runs are not repeated.
 import { mkdtemp, mkdir, readdir, readFile, rm, writeFile, appendFile } from 'node:fs/promises';
@@ -71,6 +72,23 @@ describe.skipIf(!isDeno)('troupe train', () => {
     const ms = parseMetricsJsonl(await readFile(join(cut, 'metrics.jsonl'), 'utf8'));
     expect(ms.bad).toBe(0);
     expect(strip(await readFile(join(cut, 'metrics.jsonl'), 'utf8'))).toEqual(strip(await readFile(join(straight, 'metrics.jsonl'), 'utf8')));
+  });
+
+  it('trains on a dataset with bad rows: they are counted and reported, the run goes on', { timeout: 300_000 }, async () => {
+    const file = join(dir, 'rows.jsonl');
+    const good = Array.from({ length: 60 }, (_, i) => JSON.stringify({ id: i, problem: `What is ${i} + ${i % 7}?`, answer: String(i + (i % 7)) }));
+    const bad = ['{not json', JSON.stringify({ id: 'no-answer', problem: 'What is 1 + 1?' }), JSON.stringify([1, 2]), JSON.stringify({ id: 'empty', problem: '', answer: '2' })];
+    await writeFile(file, [...good.slice(0, 30), ...bad, ...good.slice(30)].join('\n') + '\n');
+    const out = join(dir, 'dataset');
+    const r = await captureCli(['train', ...TINY.filter((_, i) => i < 2 || i > 3), '--task', 'math', '--data', file, '--workflow', 'single', '--steps', '1', '--validate-every', '1', '--out', out]);
+    expect(r.err).toMatch(/64 rows -> 60 tasks .* 4 bad/);
+    expect(r.code).toBe(0);
+    const run = parseMetricsJsonl(await readFile(join(out, 'metrics.jsonl'), 'utf8')).records[0]!;
+    expect(run.type).toBe('run');
+    if (run.type !== 'run') return;
+    expect([run.tasks?.rows, run.tasks?.bad]).toEqual([64, 4]);
+    expect(run.tasks!.train + run.tasks!.validation).toBe(60);
+    expect(Object.values(run.tasks!.badByReason!).reduce((a, b) => a + b, 0)).toBe(4);
   });
 
   it('refuses bad arguments and an existing run with messages that name them', { timeout: 120_000 }, async () => {
