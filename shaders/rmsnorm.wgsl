@@ -1,8 +1,10 @@
 // RMSNorm over the last dimension, as Hugging Face Qwen3RMSNorm computes it in f32:
 // y = w * (x * rsqrt(mean(x²) + eps)). Rows are [T, H] rows or, for q_norm/k_norm, the heads of
 // [T, heads, headDim] (n = headDim). T is the activation storage type; weights and rstd are f32.
-// One workgroup per row for forward and dx; dw is reduced deterministically in two passes
-// (per-chunk partial sums, then a sum over chunks), with no float atomics.
+// One workgroup per row for forward and dx; rows of at most ROWWISE_MAX_N (a tiny model's hidden size
+// or head_dim) take one thread per row instead, since a 128-thread workgroup would idle most of its
+// threads on them and its barriers dominate (on CPU drivers, 20x). dw is reduced deterministically in two
+// passes (per-chunk partial sums, then a sum over chunks), with no float atomics.
 const WG = 128u;
 const CHUNK = 256u; // rows per dw partial sum
 
@@ -63,6 +65,41 @@ fn backward_dx(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
   }
   let c = workgroup_sum(dot, lid) / f32(p.n);
   for (var i = lid; i < p.n; i += WG) {
+    let xh = f32(x[base + i]) * r;
+    dx[base + i] = T(r * (w[i] * f32(dy[base + i]) - xh * c));
+  }
+}
+
+// The same two passes with one thread per row (rows of at most ROWWISE_MAX_N elements, src/kernels/rmsnorm.ts).
+@compute @workgroup_size(64)
+fn forward_rowwise(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let row = gid.x + gid.y * nwg.x * 64u;
+  if (row >= p.rows) { return; }
+  let base = row * p.n;
+  var ss = 0.0;
+  for (var i = 0u; i < p.n; i++) {
+    let v = f32(x[base + i]);
+    ss += v * v;
+  }
+  let r = inverseSqrt(ss / f32(p.n) + p.eps);
+  for (var i = 0u; i < p.n; i++) {
+    y[base + i] = T(w[i] * (f32(x[base + i]) * r));
+  }
+  rstd[row] = r;
+}
+
+@compute @workgroup_size(64)
+fn backward_dx_rowwise(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let row = gid.x + gid.y * nwg.x * 64u;
+  if (row >= p.rows) { return; }
+  let base = row * p.n;
+  let r = rstd[row];
+  var dot = 0.0;
+  for (var i = 0u; i < p.n; i++) {
+    dot += w[i] * f32(dy[base + i]) * f32(x[base + i]) * r;
+  }
+  let c = dot / f32(p.n);
+  for (var i = 0u; i < p.n; i++) {
     let xh = f32(x[base + i]) * r;
     dx[base + i] = T(r * (w[i] * f32(dy[base + i]) - xh * c));
   }

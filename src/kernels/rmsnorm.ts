@@ -7,6 +7,13 @@ import { expectDtype, expectShape, sameDtype, ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
 
 const DW_CHUNK = 256; // rows per partial sum; matches CHUNK in the shader
+/** Rows this short take the one-thread-per-row entries (see the shader). */
+export const ROWWISE_MAX_N = 64;
+
+/** Entry and grid of the forward / dx pass for rows of n elements. */
+function rowPass(entry: 'forward' | 'backward_dx', rows: number, n: number): { entry: string; workgroups: [number, number] } {
+  return n <= ROWWISE_MAX_N ? { entry: `${entry}_rowwise`, workgroups: grid1d(ceilDiv(rows, 64)) } : { entry, workgroups: grid1d(rows) };
+}
 
 function rowsOf(kernel: string, x: Tensor, w: Tensor): { rows: number; n: number } {
   expectDtype(kernel, w, 'f32');
@@ -33,11 +40,10 @@ export function rmsnorm(gpu: Gpu, x: Tensor, w: Tensor, eps: number, out: { y?: 
   if (y.buffer === x.buffer) throw new ShapeError(`${k}: ${y.label} aliases ${x.label}`);
   gpu.dispatch({
     shader: 'rmsnorm',
-    entry: 'forward',
+    ...rowPass('forward', rows, n),
     variant: { aliases: { T: x.dtype } },
     uniforms: uniforms(rows, n, eps),
     bindings: [x, w, y, rstd, null, null, null, null],
-    workgroups: grid1d(rows),
     label: k,
   });
   return { y, rstd };
@@ -71,11 +77,10 @@ export function rmsnormBackward(
   const variant = { aliases: { T: x.dtype } };
   gpu.dispatch({
     shader: 'rmsnorm',
-    entry: 'backward_dx',
+    ...rowPass('backward_dx', rows, n),
     variant,
     uniforms: uniforms(rows, n, 0),
     bindings: [x, w, null, rstd, dy, dx, null, null],
-    workgroups: grid1d(rows),
     label: `${k}.dx`,
   });
   if (!opts.dw && !opts.wantDw) return { dx };

@@ -1,15 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
-import { rmsnorm, rmsnormBackward } from '../../src/kernels/rmsnorm.ts';
+import { rmsnorm, rmsnormBackward, ROWWISE_MAX_N } from '../../src/kernels/rmsnorm.ts';
 import { dot, numericGrad } from '../helpers/finite-diff.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { rmsnormBackwardRef, rmsnormRef } from '../ref/rmsnorm.ts';
 
-// [shape, n]: hidden rows, per-head rows (q_norm over [T, heads, headDim]), odd sizes, > CHUNK rows.
+// [shape, n]: hidden rows, per-head rows (q_norm over [T, heads, headDim]), odd sizes, > CHUNK rows,
+// both sides of ROWWISE_MAX_N (one thread per row / one workgroup per row).
 const CASES: [number[], number][] = [
   [[1, 2], 2], // n = 1 is degenerate: dx = 0 up to rounding
-  [[3, 64], 64],
+  [[3, ROWWISE_MAX_N], ROWWISE_MAX_N], // the longest rows of the one-thread-per-row path
+  [[70, ROWWISE_MAX_N + 1], ROWWISE_MAX_N + 1], // the shortest of the workgroup-per-row path
   [[5, 4, 24], 24],
   [[7, 129], 129],
   [[300, 3, 16], 16],
