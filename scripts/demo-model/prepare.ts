@@ -4,7 +4,8 @@
 // {"workflow","role","slot","messages","completion"}, learns the BPE merges on the rendered rows, and
 // writes tokenizer.json, tokenizer_config.json and the model's init config.json.
 //   deno run -A scripts/demo-model/prepare.ts --out DIR [--seed 0] [--episodes 2] [--merges 320] [--hidden 64] [--layers 2]
-//     [--solve 0.4] [--refine 0.5]   (the teacher's chance of a right answer in a solving / refine turn)
+//     [--careful 0.3] [--refine-careful 0.5] [--guess-right 0.15]   (the teacher's chance of working a turn out,
+//     the same in an Eval-Opt refine turn, and the chance a guess is right: src/model/demo/teacher.ts)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -20,8 +21,9 @@ const { values } = parseArgs({
     merges: { type: 'string', default: '320' },
     hidden: { type: 'string', default: '64' },
     layers: { type: 'string', default: '2' },
-    solve: { type: 'string', default: '0.4' },
-    refine: { type: 'string', default: '0.5' },
+    careful: { type: 'string', default: '0.3' },
+    'refine-careful': { type: 'string', default: '0.5' },
+    'guess-right': { type: 'string', default: '0.15' },
   },
 });
 if (!values.out) throw new Error('prepare.ts: --out DIR is required');
@@ -29,7 +31,7 @@ const seed = Number(values.seed);
 const out = values.out;
 mkdirSync(out, { recursive: true });
 
-const rows = await buildDemoCorpus({ seed, episodes: Number(values.episodes), teacher: { solve: Number(values.solve), refine: Number(values.refine) } });
+const rows = await buildDemoCorpus({ seed, episodes: Number(values.episodes), teacher: { careful: Number(values.careful), refineCareful: Number(values['refine-careful']), guessRight: Number(values['guess-right']) } });
 writeFileSync(join(out, 'corpus.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
 
 // The tokenizer: merges learned on the rows as the model sees them (chat template + completion).

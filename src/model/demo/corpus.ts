@@ -23,7 +23,7 @@ export interface CorpusOptions {
 }
 
 /** The teacher's defaults for the committed demo model. */
-export const DEMO_TEACHER: TeacherOptions = { solve: 0.4, refine: 0.5 };
+export const DEMO_TEACHER: TeacherOptions = { careful: 0.3, refineCareful: 0.5, guessRight: 0.15 };
 
 export async function buildDemoCorpus(opts: CorpusOptions = {}): Promise<CorpusRow[]> {
   const seed = opts.seed ?? 0;
