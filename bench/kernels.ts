@@ -7,11 +7,14 @@
 //   python3 bench/torch/bench_kernels.py --out torch.json
 //   deno run -A bench/compare.ts dawn.jsonl torch.json > bench/results.json
 // Rows named matmul_<dtype>_<variant>_... force one variant (for tuning matmulVariant); they have no baseline.
+// matmul_tc<tile>_xWt_... rows (tensor cores, f16 x and W, src/kernels/matmul-tc.ts) run where the subgroup
+// matrix feature is; bench/run-h200.sh joins them with PyTorch's matmul_bf16w_xWt_ rows of the same shape.
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
 import { cast, castBf16 } from '../src/kernels/cast.ts';
 import { add } from '../src/kernels/elementwise.ts';
 import { matmul, matmulWith, type MatmulVariant } from '../src/kernels/matmul.ts';
+import { matmulTc, matmulTcPlan, type TcTile } from '../src/kernels/matmul-tc.ts';
 import { reduceRows } from '../src/kernels/reduce.ts';
 import { softmax, softmaxBackward } from '../src/kernels/softmax.ts';
 import { transpose } from '../src/kernels/transpose.ts';
@@ -27,6 +30,8 @@ interface Case {
   /** FLOPs or bytes of one dispatch. */
   work: number;
   needsF16?: boolean;
+  /** Runs only where matmulTcPlan accepts the shape. */
+  tensorCores?: { M: number; N: number; K: number; tile: TcTile };
   /** Allocates inputs; returns one dispatch and the tensors to free afterwards. */
   setup(gpu: Gpu): { run(): void; tensors: Tensor[] };
 }
@@ -74,6 +79,22 @@ function matmulCase(layout: Layout, M: number, N: number, K: number, w: 'f32' | 
       const out = gpu.tensor([M, N], 'f32', 'bench.out');
       const opts = { transA, transB, out, label: 'bench.matmul' };
       return { run: () => (variant ? matmulWith(gpu, variant, a, b, opts) : matmul(gpu, a, b, opts)), tensors: [a, b, out] };
+    },
+  };
+}
+
+/** y = x·Wᵀ on tensor cores, f16 x and W, f32 y. */
+function tcCase(M: number, N: number, K: number, tile: TcTile): Case {
+  return {
+    name: `matmul_tc${tile.split('x')[0]}_xWt_${M}x${N}x${K}`,
+    unit: 'GFLOP/s',
+    work: 2 * M * N * K,
+    tensorCores: { M, N, K, tile },
+    setup(gpu) {
+      const x = randomTensor(gpu, [M, K], 'f16', 1, 'bench.x');
+      const w = randomTensor(gpu, [N, K], 'f16', 2, 'bench.w');
+      const out = gpu.tensor([M, N], 'f32', 'bench.out');
+      return { run: () => void matmulTc(gpu, x, w, { out, tile }), tensors: [x, w, out] };
     },
   };
 }
@@ -174,6 +195,10 @@ export function kernelCases(quick: boolean): Case[] {
   cases.push(matmulCase('AtB', 16, 1024, 8192), matmulCase('AtB', 1024, 16, 8192));
   cases.push(...softmaxCases(4096, 1024), ...softmaxCases(256, VOCAB));
   cases.push(...otherCases(1 << 24, 8192, 1024, 4096));
+  for (const tile of ['64x32', '32x32'] as const) {
+    cases.push(tcCase(4096, 4096, 4096, tile));
+    for (const M of [2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase(M, N, K, tile));
+  }
   return cases;
 }
 
@@ -182,6 +207,7 @@ export async function benchKernels(gpu: Gpu, opts: { quick: boolean; filter?: st
   for (const c of kernelCases(opts.quick)) {
     if (opts.filter && !c.name.includes(opts.filter)) continue;
     if (c.needsF16 && !gpu.f16) continue;
+    if (c.tensorCores && typeof matmulTcPlan(gpu, c.tensorCores.M, c.tensorCores.N, c.tensorCores.K, c.tensorCores.tile) === 'string') continue;
     const { run, tensors } = c.setup(gpu);
     try {
       const seconds = await medianSecondsPerCall(gpu, run, { calls: DISPATCHES, repeats: REPEATS });

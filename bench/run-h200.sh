@@ -37,7 +37,7 @@ for s in "${suites[@]}"; do
   echo "== torch $s"; PYTHONUNBUFFERED=1 python3 "$f" --out "$OUT/torch-$s.json" || echo "torch $s failed"
 done
 python3 - "$OUT" <<'PY'
-import json, sys, glob, os
+import json, sys, glob, os, re
 out = sys.argv[1]
 torch = {}
 for f in glob.glob(os.path.join(out, "torch-*.json")):
@@ -49,7 +49,8 @@ for line in open(os.path.join(out, "rows.jsonl")):
     if not line.startswith("{"):
         continue
     r = json.loads(line)
-    t = torch.get(r["name"])
+    # tensor-core rows (matmul_tc64_xWt_..., f16) against cuBLAS bf16 of the same shape
+    t = torch.get(re.sub(r"^matmul_tc\d+_", "matmul_bf16w_", r["name"]))
     if t and t["unit"] == r["unit"] and t["value"] > 0:
         r["baseline"], r["ratio"] = t["value"], r["value"] / t["value"]
     rows.append(r)

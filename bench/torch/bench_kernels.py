@@ -45,6 +45,7 @@ def names():
     out += [f"add_f32_{n}", "reduce_sumsq_f32_8192x1024", "transpose_f32_4096x4096", f"cast_bf16_f32_{n}", f"cast_f32_f16_{n}"]
     # reference only: bf16 tensor-core counterparts of the f16w rows
     out += [x.replace("_f16w_", "_bf16w_") for x in out if "_f16w_" in x]
+    out.append("matmul_bf16w_xWt_4096x4096x4096")  # the baseline of troupe's tensor-core rows at 4096^3
     return out
 
 

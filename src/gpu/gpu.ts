@@ -11,10 +11,18 @@ import { Tensor } from './tensor.ts';
 import type { Uniforms } from './uniforms.ts';
 
 /** Optional features troupe enables when the adapter has them: f16 storage variants of the kernels
- * (`shader-f16`) and the profiler (`timestamp-query`). No kernel uses `subgroups` or subgroup matrix
- * (tensor cores) yet, so they are not requested; `AdapterReport.adapterFeatures` shows whether the adapter
- * offers them. */
-export const WANTED_FEATURES = ['shader-f16', 'timestamp-query'] as const;
+ * (`shader-f16`), the profiler (`timestamp-query`), and the tensor-core matmul (`subgroups` with
+ * `chromium-experimental-subgroup-matrix`, Dawn only: src/kernels/matmul-tc.ts). */
+export const WANTED_FEATURES = ['shader-f16', 'timestamp-query', 'subgroups', 'chromium-experimental-subgroup-matrix'] as const;
+
+/** One shape of subgroup matrix product the adapter runs (GPUSubgroupMatrixConfig): M x K times K x N. */
+export interface SubgroupMatrixConfig {
+  componentType: string;
+  resultComponentType: string;
+  M: number;
+  N: number;
+  K: number;
+}
 
 /** Bind groups kept for reuse (the oldest is dropped beyond this); a decode step of Qwen3-0.6B has ~500 dispatches. */
 const BIND_GROUP_CACHE = 4096;
@@ -85,6 +93,9 @@ export interface AdapterReport {
   /** Every feature the adapter offers, used or not. */
   adapterFeatures: string[];
   limits: Record<string, number>;
+  /** Subgroup sizes and subgroup matrix configs, when the device has those features enabled. */
+  subgroups: { minSize: number; maxSize: number } | null;
+  subgroupMatrixConfigs: SubgroupMatrixConfig[];
 }
 
 const UNIFORM_CHUNK = 65536;
@@ -182,6 +193,7 @@ export class Gpu {
       features: [...device.features].map(String).sort(),
       adapterFeatures: [...adapter.features].map(String).sort(),
       limits,
+      ...subgroupInfo(device, info),
     };
     return new Gpu(device, adapter, report, options.profile ?? false);
   }
@@ -548,4 +560,15 @@ function summarize(labels: string[]): string {
   const counts = new Map<string, number>();
   for (const l of labels) counts.set(l, (counts.get(l) ?? 0) + 1);
   return [...counts].map(([l, n]) => (n > 1 ? `${l}×${n}` : l)).join(', ');
+}
+
+/** Subgroup sizes and subgroup matrix configs from the adapter info (Dawn's fields), for enabled features only. */
+function subgroupInfo(device: GPUDevice, info: GPUAdapterInfo): Pick<AdapterReport, 'subgroups' | 'subgroupMatrixConfigs'> {
+  const i = info as unknown as { subgroupMinSize?: number; subgroupMaxSize?: number; subgroupMatrixConfigs?: Iterable<SubgroupMatrixConfig> };
+  const subgroups = device.features.has('subgroups') && i.subgroupMinSize && i.subgroupMaxSize ? { minSize: i.subgroupMinSize, maxSize: i.subgroupMaxSize } : null;
+  const configs = subgroups && device.features.has('chromium-experimental-subgroup-matrix') && i.subgroupMatrixConfigs ? [...i.subgroupMatrixConfigs] : [];
+  return {
+    subgroups,
+    subgroupMatrixConfigs: configs.map((c) => ({ componentType: String(c.componentType), resultComponentType: String(c.resultComponentType), M: c.M, N: c.N, K: c.K })),
+  };
 }

@@ -291,11 +291,14 @@ describe('bind group cache and writes inside a batch', () => {
 
 describe('features', () => {
   it('enables only the features kernels use; the report also lists what the adapter offers', async () => {
-    expect([...WANTED_FEATURES]).toEqual(['shader-f16', 'timestamp-query']);
+    // subgroups + subgroup matrix: the tensor-core matmul (src/kernels/matmul-tc.ts)
+    expect([...WANTED_FEATURES]).toEqual(['shader-f16', 'timestamp-query', 'subgroups', 'chromium-experimental-subgroup-matrix']);
     const gpu = await testGpu();
-    for (const f of gpu.report.features) expect(gpu.report.adapterFeatures).toContain(f);
-    expect(gpu.report.features).not.toContain('subgroups');
-    expect(gpu.report.features).not.toContain('chromium-experimental-subgroup-matrix');
+    const r = gpu.report;
+    for (const f of r.features) expect(r.adapterFeatures).toContain(f);
+    for (const f of r.features.filter((x) => x !== 'core-features-and-limits')) expect(WANTED_FEATURES as readonly string[]).toContain(f);
+    expect(r.subgroups !== null).toBe(r.features.includes('subgroups'));
+    if (!r.features.includes('chromium-experimental-subgroup-matrix')) expect(r.subgroupMatrixConfigs).toEqual([]);
   });
 });
 

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMetricsJsonl } from '../../src/metrics/jsonl.ts';
 import type { ValidationRecord } from '../../src/metrics/schema.ts';
+import type { RoleType } from '../../src/workflows/types.ts';
 import { captureCli } from '../helpers/cli.ts';
 
 const isDeno = 'Deno' in globalThis;
@@ -34,8 +35,9 @@ async function train(command: 'train' | 'start', workflow: string, steps: number
   expect(r.code, r.err).toBe(0);
   const vals = parseMetricsJsonl(await readFile(join(out, 'metrics.jsonl'), 'utf8')).records.filter((x): x is ValidationRecord => x.type === 'validation');
   expect(vals.map((v) => v.step)).toEqual([0, steps]);
-  for (const v of vals) expect(v.tasks * v.samples).toBe(128);
-  console.log(`${workflow}: validation accuracy ${vals[0]!.accuracy.toFixed(3)} -> ${vals[1]!.accuracy.toFixed(3)}`, JSON.stringify(Object.fromEntries(Object.keys(vals[0]!.roles).map((k) => [k, [vals[0]!.roles[k]!.accuracy, vals[1]!.roles[k]!.accuracy]]))));
+  for (const v of vals) expect(v.tasks * (v.samples ?? 1)).toBe(128);
+  const roles = Object.keys(vals[0]!.roles) as RoleType[];
+  console.log(`${workflow}: validation accuracy ${vals[0]!.accuracy.toFixed(3)} -> ${vals[1]!.accuracy.toFixed(3)}`, JSON.stringify(Object.fromEntries(roles.map((k) => [k, [vals[0]!.roles[k]?.accuracy, vals[1]!.roles[k]?.accuracy]]))));
   return { before: vals[0]!, after: vals[1]! };
 }
 

@@ -3,6 +3,7 @@
 import { Gpu, WANTED_FEATURES, type AdapterReport } from '../../gpu/gpu.ts';
 import { roundF16 } from '../../gpu/dtype.ts';
 import { matmul } from '../../kernels/matmul.ts';
+import { matmulTc, matmulTcPlan } from '../../kernels/matmul-tc.ts';
 import { detectRuntime } from '../../gpu/runtime.ts';
 import { mulberry32 } from '../../util/mulberry32.ts';
 import { parse } from '../args.ts';
@@ -94,6 +95,18 @@ async function checkKernels(gpu: Gpu): Promise<KernelCheck[]> {
     checks.push({ kernel: 'matmul x·Wᵀ', dtype, shape: `${M}x${K} · (${N}x${K})ᵀ`, maxRelError: err, tolerance, ok: err <= tolerance });
     for (const t of [ta, tb, out]) t.release();
   }
+  // Tensor cores (subgroup matrices), where the adapter has them: whole tiles only.
+  const [tm, tn, tk] = [256, 128, 80];
+  if (typeof matmulTcPlan(gpu, tm, tn, tk) !== 'string') {
+    const a = roundF16(randomValues(tm * tk, 13));
+    const b = roundF16(randomValues(tn * tk, 14));
+    const ta = gpu.upload(a, [tm, tk], 'f16', 'doctor.x');
+    const tb = gpu.upload(b, [tn, tk], 'f16', 'doctor.w');
+    const out = matmulTc(gpu, ta, tb, { label: 'doctor.matmul_tc' });
+    const err = maxRelError(await gpu.readF32(out), matmulTransBRef(a, b, tm, tn, tk));
+    checks.push({ kernel: 'matmul x·Wᵀ, tensor cores', dtype: 'f16', shape: `${tm}x${tk} · (${tn}x${tk})ᵀ`, maxRelError: err, tolerance: 1e-4, ok: err <= 1e-4 });
+    for (const t of [ta, tb, out]) t.release();
+  }
   return checks;
 }
 
@@ -139,6 +152,7 @@ export function formatDoctor(r: DoctorResult): string {
       `driver       ${a.cpuDriver ? `CPU (${a.cpuDriver}): correct but slow, for tests` : 'GPU'}`,
       `features     ${a.features.join(', ') || '-'}`,
       `unused       ${a.adapterFeatures.filter((f) => !a.features.includes(f)).join(', ') || '-'} (offered by the adapter; troupe does not enable them)`,
+      `subgroups    ${a.subgroups ? `size ${a.subgroups.minSize}-${a.subgroups.maxSize}` : '-'}; subgroup matrix configs: ${a.subgroupMatrixConfigs.map((c) => `${c.componentType}->${c.resultComponentType} ${c.M}x${c.N}x${c.K}`).join(', ') || '-'}`,
       'limits',
       ...KEY_LIMITS.map((k) => {
         const v = a.limits[k];
