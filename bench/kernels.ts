@@ -7,14 +7,14 @@
 //   python3 bench/torch/bench_kernels.py --out torch.json
 //   deno run -A bench/compare.ts dawn.jsonl torch.json > bench/results.json
 // Rows named matmul_<dtype>_<variant>_... force one variant (for tuning matmulVariant); they have no baseline.
-// matmul_tc<tile>_xWt_... rows (tensor cores, f16 x and W, src/kernels/matmul-tc.ts) run where the subgroup
+// matmul_tcv<version>[t32]_xWt_... rows (tensor cores, f16 x and W, src/kernels/matmul-tc.ts) run where the subgroup
 // matrix feature is; bench/run-h200.sh joins them with PyTorch's matmul_bf16w_xWt_ rows of the same shape.
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
 import { cast, castBf16 } from '../src/kernels/cast.ts';
 import { add } from '../src/kernels/elementwise.ts';
 import { matmul, matmulWith, type MatmulVariant } from '../src/kernels/matmul.ts';
-import { matmulTc, matmulTcPlan, type TcTile } from '../src/kernels/matmul-tc.ts';
+import { matmulTc, matmulTcPlan, type TcTile, type TcVersion } from '../src/kernels/matmul-tc.ts';
 import { reduceRows } from '../src/kernels/reduce.ts';
 import { softmax, softmaxBackward } from '../src/kernels/softmax.ts';
 import { transpose } from '../src/kernels/transpose.ts';
@@ -31,9 +31,10 @@ interface Case {
   work: number;
   needsF16?: boolean;
   /** Runs only where matmulTcPlan accepts the shape. */
-  tensorCores?: { M: number; N: number; K: number; tile: TcTile };
-  /** Allocates inputs; returns one dispatch and the tensors to free afterwards. */
-  setup(gpu: Gpu): { run(): void; tensors: Tensor[] };
+  tensorCores?: { M: number; N: number; K: number; tile: TcTile; version: TcVersion };
+  /** Allocates inputs; returns one dispatch, the tensors to free afterwards, and optionally a check of the
+   * result after one dispatch (an error message, or null). */
+  setup(gpu: Gpu): { run(): void; tensors: Tensor[]; verify?(): Promise<string | null> };
 }
 
 /** Values in [-1, 1), never 0: a random block repeated (filling 10^8 values one by one is slow). */
@@ -83,18 +84,31 @@ function matmulCase(layout: Layout, M: number, N: number, K: number, w: 'f32' | 
   };
 }
 
-/** y = x·Wᵀ on tensor cores, f16 x and W, f32 y. */
-function tcCase(M: number, N: number, K: number, tile: TcTile): Case {
+/** y = x·Wᵀ on tensor cores, f16 x and W, f32 y: rows matmul_tcv<version>[t32]_xWt_MxNxK (t32: the 32x32 tile). */
+function tcCase(M: number, N: number, K: number, tile: TcTile, version: TcVersion): Case {
   return {
-    name: `matmul_tc${tile.split('x')[0]}_xWt_${M}x${N}x${K}`,
+    name: `matmul_tcv${version}${tile === '32x32' ? 't32' : ''}_xWt_${M}x${N}x${K}`,
     unit: 'GFLOP/s',
     work: 2 * M * N * K,
-    tensorCores: { M, N, K, tile },
+    tensorCores: { M, N, K, tile, version },
     setup(gpu) {
       const x = randomTensor(gpu, [M, K], 'f16', 1, 'bench.x');
       const w = randomTensor(gpu, [N, K], 'f16', 2, 'bench.w');
       const out = gpu.tensor([M, N], 'f32', 'bench.out');
-      return { run: () => void matmulTc(gpu, x, w, { out, tile }), tensors: [x, w, out] };
+      const verify = async () => {
+        // 64 sampled entries of y against f64 dot products of the same (f16-rounded) inputs
+        const [xs, ws, ys] = await Promise.all([gpu.readF32(x), gpu.readF32(w), gpu.readF32(out)]);
+        let worst = 0;
+        for (let s = 0; s < 64; s++) {
+          const i = (s * 7919) % M;
+          const j = (s * 104729 + 13) % N;
+          let acc = 0;
+          for (let k = 0; k < K; k++) acc += xs[i * K + k]! * ws[j * K + k]!;
+          worst = Math.max(worst, Math.abs(ys[i * N + j]! - acc) / (Math.sqrt(K) + Math.abs(acc)));
+        }
+        return worst < 1e-5 ? null : `worst sampled error ${worst.toExponential(2)} (relative to sqrt(K) + |y|)`;
+      };
+      return { run: () => void matmulTc(gpu, x, w, { out, tile, version }), tensors: [x, w, out], verify };
     },
   };
 }
@@ -195,9 +209,9 @@ export function kernelCases(quick: boolean): Case[] {
   cases.push(matmulCase('AtB', 16, 1024, 8192), matmulCase('AtB', 1024, 16, 8192));
   cases.push(...softmaxCases(4096, 1024), ...softmaxCases(256, VOCAB));
   cases.push(...otherCases(1 << 24, 8192, 1024, 4096));
-  for (const tile of ['64x32', '32x32'] as const) {
-    cases.push(tcCase(4096, 4096, 4096, tile));
-    for (const M of [2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase(M, N, K, tile));
+  for (const [tile, version] of [['64x32', 1], ['64x32', 2], ['32x32', 1]] as const) {
+    cases.push(tcCase(4096, 4096, 4096, tile, version));
+    for (const M of [2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase(M, N, K, tile, version));
   }
   return cases;
 }
@@ -207,9 +221,14 @@ export async function benchKernels(gpu: Gpu, opts: { quick: boolean; filter?: st
   for (const c of kernelCases(opts.quick)) {
     if (opts.filter && !c.name.includes(opts.filter)) continue;
     if (c.needsF16 && !gpu.f16) continue;
-    if (c.tensorCores && typeof matmulTcPlan(gpu, c.tensorCores.M, c.tensorCores.N, c.tensorCores.K, c.tensorCores.tile) === 'string') continue;
-    const { run, tensors } = c.setup(gpu);
+    if (c.tensorCores && typeof matmulTcPlan(gpu, c.tensorCores.M, c.tensorCores.N, c.tensorCores.K, c.tensorCores.tile, c.tensorCores.version) === 'string') continue;
+    const { run, tensors, verify } = c.setup(gpu);
     try {
+      if (verify) {
+        run();
+        const wrong = await verify();
+        if (wrong) throw new Error(`bench ${c.name}: wrong result: ${wrong}`);
+      }
       const seconds = await medianSecondsPerCall(gpu, run, { calls: DISPATCHES, repeats: REPEATS });
       rows.push(benchRow(gpu, c.name, c.work / seconds / 1e9, c.unit));
     } finally {

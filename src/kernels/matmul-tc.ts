@@ -1,4 +1,6 @@
-// y[M, N] = x·Wᵀ on tensor cores (shaders/matmul_tc.wgsl): f16 x [M, K] and W [N, K], f32 y. Needs the
+// y[M, N] = x·Wᵀ on tensor cores: f16 x [M, K] and W [N, K], f32 y. Numbered versions: 1
+// (shaders/matmul_tc.wgsl) loads fragments straight from storage, 2 (shaders/matmul_tc_staged.wgsl)
+// stages 32-deep slices in workgroup memory (K % 32 == 0). Needs the
 // `subgroups` and `chromium-experimental-subgroup-matrix` features (Dawn; wgpu/Deno has no such
 // extension) and an f16 x f16 -> f32 subgroup matrix config; shapes must be whole workgroup tiles.
 // matmulTcPlan says whether (and how) a product can run here, so callers keep the f32 path otherwise.
@@ -10,6 +12,10 @@ import { expectDtype, expectShape, ShapeError } from './check.ts';
 /** Rows and columns of y one subgroup owns (TM·SM x TN·SN); a workgroup is 2 x 2 subgroups. */
 export const TC_TILES = { '32x32': [32, 32], '64x32': [64, 32] } as const;
 export type TcTile = keyof typeof TC_TILES;
+
+export type TcVersion = 1 | 2;
+/** Depth of version 2's workgroup-memory slices. */
+const STAGED_KT = 32;
 
 export interface TcPlan {
   config: SubgroupMatrixConfig;
@@ -25,7 +31,7 @@ export class TensorCoreError extends Error {
 }
 
 /** The config and tile for an M x N x K product, or the reason it cannot run on tensor cores here. */
-export function matmulTcPlan(gpu: Gpu, M: number, N: number, K: number, tile: TcTile = '64x32'): TcPlan | string {
+export function matmulTcPlan(gpu: Gpu, M: number, N: number, K: number, tile: TcTile = '64x32', version: TcVersion = 1): TcPlan | string {
   const sg = gpu.report.subgroups;
   if (!sg) return 'no subgroups feature';
   if (sg.minSize !== sg.maxSize) return `subgroup size varies (${sg.minSize}-${sg.maxSize})`;
@@ -36,12 +42,13 @@ export function matmulTcPlan(gpu: Gpu, M: number, N: number, K: number, tile: Tc
   const config = configs.filter((c) => tr % c.M === 0 && tc % c.N === 0).sort((a, b) => b.M * b.N * b.K - a.M * a.N * a.K)[0];
   if (!config) return `no config divides the ${tile} tile (configs: ${configs.map((c) => `${c.M}x${c.N}x${c.K}`).join(', ')})`;
   const [rows, cols] = [2 * tr, 2 * tc];
-  if (M % rows || N % cols || K % config.K) return `${M}x${N}x${K} is not whole ${rows}x${cols} tiles with K a multiple of ${config.K}`;
+  const kStep = version === 2 ? Math.max(STAGED_KT, config.K) : config.K;
+  if (M % rows || N % cols || K % kStep) return `${M}x${N}x${K} is not whole ${rows}x${cols} tiles with K a multiple of ${kStep}`;
   return { config, tile, rows, cols, subgroupSize: sg.maxSize };
 }
 
 /** y = x·Wᵀ through the plan (matmulTcPlan); x, W f16, y f32 [M, N]. */
-export function matmulTc(gpu: Gpu, x: Tensor, w: Tensor, opts: { out?: Tensor; tile?: TcTile; label?: string } = {}): Tensor {
+export function matmulTc(gpu: Gpu, x: Tensor, w: Tensor, opts: { out?: Tensor; tile?: TcTile; version?: TcVersion; label?: string } = {}): Tensor {
   const k = 'matmul_tc';
   expectDtype(k, x, 'f16');
   expectDtype(k, w, 'f16');
@@ -49,7 +56,8 @@ export function matmulTc(gpu: Gpu, x: Tensor, w: Tensor, opts: { out?: Tensor; t
   const [M, K] = x.shape as [number, number];
   const N = w.shape[0]!;
   if (w.shape[1] !== K) throw new ShapeError(`${k}: x [${x.shape}] and W [${w.shape}] differ in K`);
-  const plan = matmulTcPlan(gpu, M, N, K, opts.tile);
+  const version = opts.version ?? 1;
+  const plan = matmulTcPlan(gpu, M, N, K, opts.tile, version);
   if (typeof plan === 'string') throw new TensorCoreError(`${k}: cannot run ${M}x${N}x${K} here: ${plan}`);
   const y = opts.out ?? gpu.tensor([M, N], 'f32', 'matmul_tc.y');
   expectDtype(k, y, 'f32');
@@ -57,7 +65,7 @@ export function matmulTc(gpu: Gpu, x: Tensor, w: Tensor, opts: { out?: Tensor; t
   const [tr, tc] = TC_TILES[plan.tile];
   const { M: SM, N: SN, K: SK } = plan.config;
   gpu.dispatch({
-    shader: 'matmul_tc',
+    shader: version === 2 ? 'matmul_tc_staged' : 'matmul_tc',
     variant: { enables: ['f16', 'chromium_experimental_subgroup_matrix'], consts: { SM, SN, SK, TM: tr / SM, TN: tc / SN, WG: 4 * plan.subgroupSize } },
     uniforms: new Uniforms().u32(M).u32(N).u32(K).u32(0),
     bindings: [x, w, y],

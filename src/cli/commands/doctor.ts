@@ -95,16 +95,17 @@ async function checkKernels(gpu: Gpu): Promise<KernelCheck[]> {
     checks.push({ kernel: 'matmul x·Wᵀ', dtype, shape: `${M}x${K} · (${N}x${K})ᵀ`, maxRelError: err, tolerance, ok: err <= tolerance });
     for (const t of [ta, tb, out]) t.release();
   }
-  // Tensor cores (subgroup matrices), where the adapter has them: whole tiles only.
-  const [tm, tn, tk] = [256, 128, 80];
-  if (typeof matmulTcPlan(gpu, tm, tn, tk) !== 'string') {
+  // Tensor cores (subgroup matrices), where the adapter has them: whole tiles only; both versions.
+  const [tm, tn, tk] = [256, 128, 96];
+  for (const version of [1, 2] as const) {
+    if (typeof matmulTcPlan(gpu, tm, tn, tk, '64x32', version) === 'string') continue;
     const a = roundF16(randomValues(tm * tk, 13));
     const b = roundF16(randomValues(tn * tk, 14));
     const ta = gpu.upload(a, [tm, tk], 'f16', 'doctor.x');
     const tb = gpu.upload(b, [tn, tk], 'f16', 'doctor.w');
-    const out = matmulTc(gpu, ta, tb, { label: 'doctor.matmul_tc' });
+    const out = matmulTc(gpu, ta, tb, { version, label: 'doctor.matmul_tc' });
     const err = maxRelError(await gpu.readF32(out), matmulTransBRef(a, b, tm, tn, tk));
-    checks.push({ kernel: 'matmul x·Wᵀ, tensor cores', dtype: 'f16', shape: `${tm}x${tk} · (${tn}x${tk})ᵀ`, maxRelError: err, tolerance: 1e-4, ok: err <= 1e-4 });
+    checks.push({ kernel: `matmul x·Wᵀ, tensor cores v${version}`, dtype: 'f16', shape: `${tm}x${tk} · (${tn}x${tk})ᵀ`, maxRelError: err, tolerance: 1e-4, ok: err <= 1e-4 });
     for (const t of [ta, tb, out]) t.release();
   }
   return checks;
