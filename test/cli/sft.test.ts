@@ -2,6 +2,7 @@
 // tokenizer) and scores the rows better than the init; and the weights are f32 masters: at an lr whose
 // updates are under half an f16 ulp of the weights, every linear weight still moves.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +22,8 @@ import { runCommand } from '../helpers/cli.ts';
 import { testGpu } from '../helpers/gpu.ts';
 
 const TOKENIZER = resolveModelDir('demo');
+/** The demo model's own vocabulary and eos, so its tokenizer fits this tiny config. */
+const DEMO_CONFIG = JSON.parse(readFileSync(join(TOKENIZER, 'config.json'), 'utf8')) as { vocab_size: number; eos_token_id: number };
 const CONFIG = {
   architectures: ['Qwen3ForCausalLM'],
   model_type: 'qwen3',
@@ -33,9 +36,9 @@ const CONFIG = {
   rms_norm_eps: 1e-6,
   rope_theta: 10000,
   tie_word_embeddings: true,
-  vocab_size: 512,
+  vocab_size: DEMO_CONFIG.vocab_size,
   max_position_embeddings: 256,
-  eos_token_id: 508,
+  eos_token_id: DEMO_CONFIG.eos_token_id,
 };
 const ROWS = [
   { messages: [{ role: 'user', content: 'Solve step by step. Put the final answer in \\boxed{}.\n\nWhat is 7 + 5?' }], completion: '7 + 5 = 12.\n\\boxed{12}' },

@@ -128,8 +128,10 @@ describe('Trainer', () => {
   });
 
   it('after an update the engine serves the new weights', { timeout: 600_000 }, async () => {
-    const trainer = new Trainer({ gpu, model, tokenizer, tasks, config: config('single', 'isolated', { steps: 1, lr: 5e-2 }) });
-    await trainer.trainStep();
+    const trainer = new Trainer({ gpu, model, tokenizer, tasks, config: config('single', 'isolated', { steps: 1, lr: 5e-2, groupSize: 8, sampling: { temperature: 1, topP: 1, maxNewTokens: 40 } }) });
+    // Groups of 8 with whole answers: some rewards differ within a group, so the step has a gradient.
+    const step = await trainer.trainStep();
+    expect(step.adapters.generator!.gradNorm).toBeGreaterThan(0);
     const prompt = tokenizer.encodeChat([{ role: 'user', content: tasks.validation[0]!.prompt }]);
     const r = await trainer.engine.generate('generator', prompt, { maxNewTokens: 8, temperature: 0 });
     const batch = nextTokenBatch([[...prompt, ...r.ids]]);
