@@ -31,7 +31,13 @@ const seed = Number(values.seed);
 const out = values.out;
 mkdirSync(out, { recursive: true });
 
-const rows = await buildDemoCorpus({ seed, episodes: Number(values.episodes), teacher: { careful: Number(values.careful), refineCareful: Number(values['refine-careful']), guessRight: Number(values['guess-right']) } });
+/** A probability flag: a number in [0, 1], or an error naming the flag. */
+function chance(name: 'careful' | 'refine-careful' | 'guess-right'): number {
+  const v = Number(values[name]);
+  if (!(v >= 0 && v <= 1)) throw new Error(`prepare.ts: --${name} must be a probability in [0, 1], got ${values[name]}`);
+  return v;
+}
+const rows = await buildDemoCorpus({ seed, episodes: Number(values.episodes), teacher: { careful: chance('careful'), refineCareful: chance('refine-careful'), guessRight: chance('guess-right') } });
 writeFileSync(join(out, 'corpus.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
 
 // The tokenizer: merges learned on the rows as the model sees them (chat template + completion).

@@ -39,10 +39,12 @@ export function matmulTcPlan(gpu: Gpu, M: number, N: number, K: number, tile: Tc
   if (!configs.length) return 'no f16 x f16 -> f32 subgroup matrix config';
   const [tr, tc] = TC_TILES[tile];
   // Prefer the largest fragments that divide the subgroup tile.
-  const config = configs.filter((c) => tr % c.M === 0 && tc % c.N === 0).sort((a, b) => b.M * b.N * b.K - a.M * a.N * a.K)[0];
-  if (!config) return `no config divides the ${tile} tile (configs: ${configs.map((c) => `${c.M}x${c.N}x${c.K}`).join(', ')})`;
+  // Version 2 also needs the fragment depth to divide its workgroup-memory slice.
+  const fits = (c: SubgroupMatrixConfig) => tr % c.M === 0 && tc % c.N === 0 && (version === 1 || STAGED_KT % c.K === 0);
+  const config = configs.filter(fits).sort((a, b) => b.M * b.N * b.K - a.M * a.N * a.K)[0];
+  if (!config) return `no config fits the ${tile} tile of version ${version} (configs: ${configs.map((c) => `${c.M}x${c.N}x${c.K}`).join(', ')})`;
   const [rows, cols] = [2 * tr, 2 * tc];
-  const kStep = version === 2 ? Math.max(STAGED_KT, config.K) : config.K;
+  const kStep = version === 2 ? STAGED_KT : config.K;
   if (M % rows || N % cols || K % kStep) return `${M}x${N}x${K} is not whole ${rows}x${cols} tiles with K a multiple of ${kStep}`;
   return { config, tile, rows, cols, subgroupSize: sg.maxSize };
 }
