@@ -3,7 +3,7 @@
 // (`--preset small`, what `npm start` runs; Voting here is `troupe start` cut to 12 of its 16 steps). Validation: 64
 // held-out demo tasks x 2 samples at T = 1 (the training temperature), before the first step and after
 // the last, 128 episodes each: the standard error of a before/after difference is about 0.06, so the
-// asserted margin of 0.10 is out of reach of noise, and the runs measured here gain about twice that.
+// asserted margin of 0.10 is out of reach of noise; the runs measured here gained 0.15-0.2.
 // What is learned (public/demo-model/README.md): the model works a problem out (`Work: ...`) only about
 // 30% of the time and guesses otherwise; working it out is right far more often, on held-out problems too.
 // Deno only: lavapipe trains several times faster than SwiftShader (the Node suite trains in
