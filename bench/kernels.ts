@@ -7,14 +7,16 @@
 //   python3 bench/torch/bench_kernels.py --out torch.json
 //   deno run -A bench/compare.ts dawn.jsonl torch.json > bench/results.json
 // Rows named matmul_<dtype>_<variant>_... force one variant (for tuning matmulVariant); they have no baseline.
-// matmul_tcv<version>[t32]_xWt_... rows (tensor cores, f16 x and W, src/kernels/matmul-tc.ts) run where the subgroup
-// matrix feature is; bench/run-h200.sh joins them with PyTorch's matmul_bf16w_xWt_ rows of the same shape.
+// matmul_f32_/f16w_ rows run the f32-FMA kernels (matmul's 'f32' policy) whatever the device has.
+// matmul_tc[<tile>]_<f16|f16w>_... rows (tensor cores, src/kernels/matmul-tc.ts; f16: both operands f16, f16w:
+// f32 activations and f16 weights, as the model runs) run where the subgroup matrix feature is, each checked on
+// sampled entries; bench/run-h200.sh joins them with PyTorch's matmul_bf16w_ rows of the same shape.
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
 import { cast, castBf16 } from '../src/kernels/cast.ts';
 import { add } from '../src/kernels/elementwise.ts';
-import { matmul, matmulWith, type MatmulVariant } from '../src/kernels/matmul.ts';
-import { matmulTc, matmulTcPlan, type TcTile, type TcVersion } from '../src/kernels/matmul-tc.ts';
+import { matmulVariant, matmulWith, type MatmulVariant } from '../src/kernels/matmul.ts';
+import { TC_TILES, type TcTileName, tensorCorePlan } from '../src/kernels/matmul-tc.ts';
 import { reduceRows } from '../src/kernels/reduce.ts';
 import { softmax, softmaxBackward } from '../src/kernels/softmax.ts';
 import { transpose } from '../src/kernels/transpose.ts';
@@ -30,8 +32,8 @@ interface Case {
   /** FLOPs or bytes of one dispatch. */
   work: number;
   needsF16?: boolean;
-  /** Runs only where matmulTcPlan accepts the shape. */
-  tensorCores?: { M: number; N: number; K: number; tile: TcTile; version: TcVersion };
+  /** Runs only where tensorCorePlan accepts the shape. */
+  tensorCores?: { M: number; N: number; K: number; transA: boolean; transB: boolean; tile?: TcTileName };
   /** Allocates inputs; returns one dispatch, the tensors to free afterwards, and optionally a check of the
    * result after one dispatch (an error message, or null). */
   setup(gpu: Gpu): { run(): void; tensors: Tensor[]; verify?(): Promise<string | null> };
@@ -79,36 +81,41 @@ function matmulCase(layout: Layout, M: number, N: number, K: number, w: 'f32' | 
       const b = randomTensor(gpu, transB ? [N, K] : [K, N], w, 2, 'bench.b');
       const out = gpu.tensor([M, N], 'f32', 'bench.out');
       const opts = { transA, transB, out, label: 'bench.matmul' };
-      return { run: () => (variant ? matmulWith(gpu, variant, a, b, opts) : matmul(gpu, a, b, opts)), tensors: [a, b, out] };
+      const v = variant ?? matmulVariant({ M, N, K, transA, transB }, gpu.report.cpuDriver === 'SwiftShader');
+      return { run: () => void matmulWith(gpu, v, a, b, opts), tensors: [a, b, out] };
     },
   };
 }
 
-/** y = x·Wᵀ on tensor cores, f16 x and W, f32 y: rows matmul_tcv<version>[t32]_xWt_MxNxK (t32: the 32x32 tile). */
-function tcCase(M: number, N: number, K: number, tile: TcTile, version: TcVersion): Case {
+/** Tensor cores: rows matmul_tc[<tile>]_<f16|f16w>_[<layout>_]MxNxK (no tile: matmul's default for the shape). */
+function tcCase(layout: Layout, M: number, N: number, K: number, dt: 'f16' | 'f16w', tile?: TcTileName): Case {
+  const transA = layout === 'AtB';
+  const transB = layout === 'xWt';
   return {
-    name: `matmul_tcv${version}${tile === '32x32' ? 't32' : ''}_xWt_${M}x${N}x${K}`,
+    name: `matmul_tc${tile ?? ''}_${dt}_${layout === 'AB' ? '' : `${layout}_`}${M}x${N}x${K}`,
     unit: 'GFLOP/s',
     work: 2 * M * N * K,
-    tensorCores: { M, N, K, tile, version },
+    tensorCores: { M, N, K, transA, transB, tile },
     setup(gpu) {
-      const x = randomTensor(gpu, [M, K], 'f16', 1, 'bench.x');
-      const w = randomTensor(gpu, [N, K], 'f16', 2, 'bench.w');
+      const a = randomTensor(gpu, transA ? [K, M] : [M, K], dt === 'f16' ? 'f16' : 'f32', 1, 'bench.a');
+      const b = randomTensor(gpu, transB ? [N, K] : [K, N], 'f16', 2, 'bench.b');
       const out = gpu.tensor([M, N], 'f32', 'bench.out');
       const verify = async () => {
-        // 64 sampled entries of y against f64 dot products of the same (f16-rounded) inputs
-        const [xs, ws, ys] = await Promise.all([gpu.readF32(x), gpu.readF32(w), gpu.readF32(out)]);
+        // 64 sampled entries against f64 dot products of the inputs; f32 inputs pass through f16 (11 bits)
+        const [as, bs, ys] = await Promise.all([gpu.readF32(a), gpu.readF32(b), gpu.readF32(out)]);
         let worst = 0;
         for (let s = 0; s < 64; s++) {
           const i = (s * 7919) % M;
           const j = (s * 104729 + 13) % N;
           let acc = 0;
-          for (let k = 0; k < K; k++) acc += xs[i * K + k]! * ws[j * K + k]!;
+          for (let k = 0; k < K; k++) acc += as[transA ? k * M + i : i * K + k]! * bs[transB ? j * K + k : k * N + j]!;
           worst = Math.max(worst, Math.abs(ys[i * N + j]! - acc) / (Math.sqrt(K) + Math.abs(acc)));
         }
-        return worst < 1e-5 ? null : `worst sampled error ${worst.toExponential(2)} (relative to sqrt(K) + |y|)`;
+        const tolerance = dt === 'f16' ? 1e-5 : 2e-3;
+        return worst < tolerance ? null : `worst sampled error ${worst.toExponential(2)} (relative to sqrt(K) + |y|), tolerance ${tolerance}`;
       };
-      return { run: () => void matmulTc(gpu, x, w, { out, tile, version }), tensors: [x, w, out], verify };
+      const opts = { transA, transB, out, tcTile: tile, label: 'bench.matmul_tc' };
+      return { run: () => void matmulWith(gpu, 'tc', a, b, opts), tensors: [a, b, out], verify };
     },
   };
 }
@@ -209,10 +216,14 @@ export function kernelCases(quick: boolean): Case[] {
   cases.push(matmulCase('AtB', 16, 1024, 8192), matmulCase('AtB', 1024, 16, 8192));
   cases.push(...softmaxCases(4096, 1024), ...softmaxCases(256, VOCAB));
   cases.push(...otherCases(1 << 24, 8192, 1024, 4096));
-  for (const [tile, version] of [['64x32', 1], ['64x32', 2], ['32x32', 1]] as const) {
-    cases.push(tcCase(4096, 4096, 4096, tile, version));
-    for (const M of [2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase(M, N, K, tile, version));
+  // tensor cores: every tile at 4096^3 and two training shapes, then matmul's default tile on the model's products
+  for (const tile of Object.keys(TC_TILES) as TcTileName[]) {
+    cases.push(tcCase('xWt', 4096, 4096, 4096, 'f16', tile), tcCase('xWt', 8192, 3072, 1024, 'f16w', tile), tcCase('xWt', 8192, 1024, 3072, 'f16w', tile));
   }
+  cases.push(tcCase('xWt', 4096, 4096, 4096, 'f16'), tcCase('xWt', 4096, 4096, 4096, 'f16w'));
+  for (const M of [2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase('xWt', M, N, K, 'f16w'));
+  // backward dx = dy·W over 8192 tokens (W [out, in] read as [K, N])
+  cases.push(tcCase('AB', 8192, 1024, 3072, 'f16w'), tcCase('AB', 8192, 3072, 1024, 'f16w'), tcCase('AB', 8192, 1024, 2048, 'f16w'));
   return cases;
 }
 
@@ -221,7 +232,7 @@ export async function benchKernels(gpu: Gpu, opts: { quick: boolean; filter?: st
   for (const c of kernelCases(opts.quick)) {
     if (opts.filter && !c.name.includes(opts.filter)) continue;
     if (c.needsF16 && !gpu.f16) continue;
-    if (c.tensorCores && typeof matmulTcPlan(gpu, c.tensorCores.M, c.tensorCores.N, c.tensorCores.K, c.tensorCores.tile, c.tensorCores.version) === 'string') continue;
+    if (c.tensorCores && typeof tensorCorePlan(gpu, c.tensorCores, c.tensorCores.tile) === 'string') continue;
     const { run, tensors, verify } = c.setup(gpu);
     try {
       if (verify) {

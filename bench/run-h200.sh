@@ -49,8 +49,8 @@ for line in open(os.path.join(out, "rows.jsonl")):
     if not line.startswith("{"):
         continue
     r = json.loads(line)
-    # tensor-core rows (matmul_tcv1_xWt_..., f16) against cuBLAS bf16 of the same shape
-    t = torch.get(re.sub(r"^matmul_tc\w*?_xWt_", "matmul_bf16w_xWt_", r["name"]))
+    # tensor-core rows (matmul_tc[<tile>]_<f16|f16w>_...) against cuBLAS bf16 of the same shape
+    t = torch.get(re.sub(r"^matmul_tc\w*?_f16w?_", "matmul_bf16w_", r["name"]))
     if t and t["unit"] == r["unit"] and t["value"] > 0:
         r["baseline"], r["ratio"] = t["value"], r["value"] / t["value"]
     rows.append(r)

@@ -45,7 +45,8 @@ def names():
     out += [f"add_f32_{n}", "reduce_sumsq_f32_8192x1024", "transpose_f32_4096x4096", f"cast_bf16_f32_{n}", f"cast_f32_f16_{n}"]
     # reference only: bf16 tensor-core counterparts of the f16w rows
     out += [x.replace("_f16w_", "_bf16w_") for x in out if "_f16w_" in x]
-    out.append("matmul_bf16w_xWt_4096x4096x4096")  # the baseline of troupe's tensor-core rows at 4096^3
+    # the baselines of troupe's tensor-core rows (matmul_tc*_...): 4096^3 and the backward's dx = dy·W
+    out += ["matmul_bf16w_xWt_4096x4096x4096", "matmul_bf16w_8192x1024x3072", "matmul_bf16w_8192x3072x1024", "matmul_bf16w_8192x1024x2048"]
     return out
 
 

@@ -34,8 +34,13 @@ function sayOnce(message: string): void {
 
 let cached: Promise<GpuRuntime> | null = null;
 
-/** Dawn toggles for Node; one comma-joined element, as dawn.node expects. */
-export const DAWN_FLAGS = ['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia'];
+/** Dawn toggles for Node; one comma-joined element, as dawn.node expects. TROUPE_DAWN_ROBUSTNESS=off adds
+ * disable_robustness (no bounds clamping of buffer accesses: for measuring what it costs, trusted shaders only). */
+export function dawnFlags(env: Record<string, string | undefined>): string[] {
+  const toggles = ['allow_unsafe_apis', 'vulkan_enable_f16_on_nvidia'];
+  if (env.TROUPE_DAWN_ROBUSTNESS === 'off') toggles.push('disable_robustness');
+  return [`enable-dawn-features=${toggles.join(',')}`];
+}
 
 export function loadRuntime(): Promise<GpuRuntime> {
   cached ??= loadRuntimeUncached();
@@ -81,7 +86,7 @@ async function loadRuntimeUncached(): Promise<GpuRuntime> {
   }
   const webgpu = (await import('webgpu')) as unknown as { create(flags: string[]): GPU; globals: Record<string, unknown> };
   Object.assign(globalThis, webgpu.globals);
-  return { name, gpu: webgpu.create(DAWN_FLAGS), cpuDriver };
+  return { name, gpu: webgpu.create(dawnFlags(env)), cpuDriver };
 }
 
 /** wgpu probes every backend, so Deno loads libEGL too; libEGL's destructor at exit can race a worker

@@ -1,78 +1,158 @@
-// y[M, N] = x·Wᵀ on tensor cores: f16 x [M, K] and W [N, K], f32 y. Numbered versions: 1
-// (shaders/matmul_tc.wgsl) loads fragments straight from storage, 2 (shaders/matmul_tc_staged.wgsl)
-// stages 32-deep slices in workgroup memory (K % 32 == 0). Needs the
-// `subgroups` and `chromium-experimental-subgroup-matrix` features (Dawn; wgpu/Deno has no such
-// extension) and an f16 x f16 -> f32 subgroup matrix config; shapes must be whole workgroup tiles.
-// matmulTcPlan says whether (and how) a product can run here, so callers keep the f32 path otherwise.
-import type { Gpu, SubgroupMatrixConfig } from '../gpu/gpu.ts';
+// The tensor-core path of matmul() (src/kernels/matmul.ts, variant 'tc'): out = alpha·op(a)·op(b) (+ out)
+// through subgroup matrices (shaders/matmul_tc_tiled.wgsl), any shape and layout, f32 or f16 operands.
+// f32 operands are scaled per row / column by a power of two first (shaders/absmax_scale.wgsl), so their
+// f16 copies keep 11 significant bits whatever their magnitude. Needs the `subgroups` and
+// `chromium-experimental-subgroup-matrix` features (Dawn; wgpu/Deno has no such extension), shader-f16, a
+// fixed subgroup size and an f16 x f16 -> f32 config; tensorCorePlan says why not otherwise, so callers
+// keep the f32 kernels. Versions 1 (fragments straight from storage) and 2 (32-deep slices, whole tiles
+// only) were measured in bench/RESULTS.md (3-7% of cuBLAS) and replaced by this one.
+import type { BufferSlice, Gpu, SubgroupMatrixConfig } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { Uniforms } from '../gpu/uniforms.ts';
-import { expectDtype, expectShape, ShapeError } from './check.ts';
+import { Uniforms, u32s } from '../gpu/uniforms.ts';
+import { ShapeError } from './check.ts';
+import { ceilDiv, grid1d } from './grid.ts';
 
-/** Rows and columns of y one subgroup owns (TM·SM x TN·SN); a workgroup is 2 x 2 subgroups. */
-export const TC_TILES = { '32x32': [32, 32], '64x32': [64, 32] } as const;
-export type TcTile = keyof typeof TC_TILES;
+/** A workgroup tile: bm x bn outputs, wgm x wgn subgroups, kt-deep slices of op(a)/op(b) in workgroup memory. */
+export interface TcTile {
+  bm: number;
+  bn: number;
+  wgm: number;
+  wgn: number;
+  kt: number;
+}
 
-export type TcVersion = 1 | 2;
-/** Depth of version 2's workgroup-memory slices. */
-const STAGED_KT = 32;
+export const TC_TILES = {
+  '128x128k32s8': { bm: 128, bn: 128, wgm: 2, wgn: 4, kt: 32 },
+  '128x128k32s4': { bm: 128, bn: 128, wgm: 2, wgn: 2, kt: 32 },
+  '128x128k64s8': { bm: 128, bn: 128, wgm: 2, wgn: 4, kt: 64 },
+  '64x128k32s4': { bm: 64, bn: 128, wgm: 2, wgn: 2, kt: 32 },
+  '128x64k32s4': { bm: 128, bn: 64, wgm: 2, wgn: 2, kt: 32 },
+  '64x64k32s4': { bm: 64, bn: 64, wgm: 2, wgn: 2, kt: 32 },
+} as const satisfies Record<string, TcTile>;
+export type TcTileName = keyof typeof TC_TILES;
+
+/** Staged tiles are padded by this many f16 a row (must match PAD in the shader). */
+const PAD = 8;
+
+export interface TcShape {
+  M: number;
+  N: number;
+  K: number;
+  transA: boolean;
+  transB: boolean;
+}
 
 export interface TcPlan {
+  tile: TcTileName;
   config: SubgroupMatrixConfig;
-  tile: TcTile;
-  /** Workgroup tile of y. */
-  rows: number;
-  cols: number;
   subgroupSize: number;
+  /** Fragments per subgroup along M and N. */
+  tm: number;
+  tn: number;
+}
+
+/** Bytes of workgroup memory a tile takes (staged op(a), op(b), and one result fragment per subgroup). */
+export function tcTileBytes(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig): number {
+  const a = shape.transA ? t.kt * (t.bm + PAD) : t.bm * (t.kt + PAD);
+  const b = shape.transB ? t.bn * (t.kt + PAD) : t.kt * (t.bn + PAD);
+  return 2 * (a + b) + 4 * t.wgm * t.wgn * c.M * c.N;
+}
+
+/** Why the device cannot run tensor-core products at all, or null when it can. */
+export function tensorCoreUnavailable(gpu: Gpu): string | null {
+  const sg = gpu.report.subgroups;
+  if (!sg) return 'no subgroups feature';
+  if (sg.minSize !== sg.maxSize) return `subgroup size varies (${sg.minSize}-${sg.maxSize})`;
+  if (!gpu.f16) return 'no shader-f16 feature';
+  if (!gpu.report.subgroupMatrixConfigs.some((c) => c.componentType === 'f16' && c.resultComponentType === 'f32')) {
+    return 'no f16 x f16 -> f32 subgroup matrix config';
+  }
+  return null;
+}
+
+/** The default tile for an M x N product: the largest whose workgroups still cover a big GPU (132 SMs on an H200). */
+export function defaultTcTile(M: number, N: number): TcTileName {
+  const enough = (bm: number, bn: number) => ceilDiv(M, bm) * ceilDiv(N, bn) >= 128;
+  if (enough(128, 128)) return '128x128k32s8';
+  if (enough(64, 128) && N >= M) return '64x128k32s4';
+  if (enough(128, 64)) return '128x64k32s4';
+  return '64x64k32s4';
+}
+
+/** How a product runs on tensor cores here, or the reason it cannot. */
+export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultTcTile(s.M, s.N)): TcPlan | string {
+  const why = tensorCoreUnavailable(gpu);
+  if (why) return why;
+  const t: TcTile = TC_TILES[tile];
+  const subgroupSize = gpu.report.subgroups!.maxSize;
+  const threads = t.wgm * t.wgn * subgroupSize;
+  // The largest f16 -> f32 fragments that divide the subgroup tile and the slice depth.
+  const config = gpu.report.subgroupMatrixConfigs
+    .filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32')
+    .filter((c) => (t.bm / t.wgm) % c.M === 0 && (t.bn / t.wgn) % c.N === 0 && t.kt % c.K === 0)
+    .sort((x, y) => y.M * y.N * y.K - x.M * x.N * x.K)[0];
+  if (!config) return `no subgroup matrix config fits tile ${tile}`;
+  if ((t.bm * t.kt) % threads || (t.bn * t.kt) % threads) return `tile ${tile} does not divide among ${threads} threads`;
+  if (threads > gpu.limits.maxComputeInvocationsPerWorkgroup) return `tile ${tile} needs ${threads} invocations`;
+  const bytes = tcTileBytes(t, s, config);
+  if (bytes > gpu.limits.maxComputeWorkgroupStorageSize) return `tile ${tile} needs ${bytes} bytes of workgroup memory (limit ${gpu.limits.maxComputeWorkgroupStorageSize})`;
+  const maxWg = gpu.limits.maxComputeWorkgroupsPerDimension;
+  if (ceilDiv(s.N, t.bn) > maxWg || ceilDiv(s.M, t.bm) > maxWg) return `${s.M}x${s.N} needs more than ${maxWg} workgroups a dimension`;
+  return { tile, config, subgroupSize, tm: t.bm / t.wgm / config.M, tn: t.bn / t.wgn / config.N };
+}
+
+/** A single 1.0: the scale of an operand that needs none. */
+const ones = new WeakMap<Gpu, Tensor>();
+function one(gpu: Gpu): BufferSlice {
+  let t = ones.get(gpu);
+  if (!t) {
+    t = gpu.upload(new Float32Array([1]), [1], 'f32', 'matmul_tc.one');
+    ones.set(gpu, t);
+  }
+  return { buffer: t.buffer, offset: 0, size: 4 };
+}
+
+/**
+ * Power-of-two scales of the R rows of a matrix seen as [R, L]: `strided` when row i is column i of the
+ * stored [L, R] matrix (shaders/absmax_scale.wgsl).
+ */
+export function absmaxScales(gpu: Gpu, x: Tensor, R: number, L: number, strided: boolean, label = 'absmax_scale'): Tensor {
+  if (x.dtype !== 'f32') throw new ShapeError(`${label}: ${x.label} is ${x.dtype}, expected f32`);
+  if (x.size !== R * L) throw new ShapeError(`${label}: ${x.label} has ${x.size} elements, expected ${R} x ${L}`);
+  const out = gpu.tensor([R], 'f32', `${label}.out`);
+  gpu.dispatch({
+    shader: 'absmax_scale',
+    entry: strided ? 'cols' : 'rows',
+    uniforms: u32s(R, L, 0, 0),
+    bindings: [x, out],
+    workgroups: grid1d(strided ? ceilDiv(R, 64) : R),
+    label,
+  });
+  return out;
+}
+
+/** out = alpha·op(a)·op(b) (+ out) on tensor cores; shapes already checked by matmul(). */
+export function dispatchTensorCore(gpu: Gpu, plan: TcPlan, a: Tensor, b: Tensor, out: Tensor, s: TcShape, alpha: number, accumulate: boolean, label: string): void {
+  const t: TcTile = TC_TILES[plan.tile];
+  const { M: SM, N: SN, K: SK } = plan.config;
+  const sa = a.dtype === 'f32' ? absmaxScales(gpu, a, s.M, s.K, s.transA, `${label}.scale_a`) : null;
+  const sb = b.dtype === 'f32' ? absmaxScales(gpu, b, s.N, s.K, !s.transB, `${label}.scale_b`) : null;
+  gpu.dispatch({
+    shader: 'matmul_tc_tiled',
+    variant: {
+      enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
+      aliases: { TA: a.dtype, TB: b.dtype },
+      consts: { SM, SN, SK, WGM: t.wgm, WGN: t.wgn, TM: plan.tm, TN: plan.tn, SG: plan.subgroupSize, KT: t.kt, TRANS_A: s.transA, TRANS_B: s.transB },
+    },
+    uniforms: new Uniforms().u32(s.M).u32(s.N).u32(s.K).u32(accumulate ? 1 : 0).f32(alpha).u32(0).u32(0).u32(0),
+    bindings: [a, b, out, sa ?? one(gpu), sb ?? one(gpu)],
+    workgroups: [ceilDiv(s.N, t.bn), ceilDiv(s.M, t.bm)],
+    label,
+  });
+  sa?.release();
+  sb?.release();
 }
 
 export class TensorCoreError extends Error {
   override name = 'TensorCoreError';
-}
-
-/** The config and tile for an M x N x K product, or the reason it cannot run on tensor cores here. */
-export function matmulTcPlan(gpu: Gpu, M: number, N: number, K: number, tile: TcTile = '64x32', version: TcVersion = 1): TcPlan | string {
-  const sg = gpu.report.subgroups;
-  if (!sg) return 'no subgroups feature';
-  if (sg.minSize !== sg.maxSize) return `subgroup size varies (${sg.minSize}-${sg.maxSize})`;
-  const configs = gpu.report.subgroupMatrixConfigs.filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32');
-  if (!configs.length) return 'no f16 x f16 -> f32 subgroup matrix config';
-  const [tr, tc] = TC_TILES[tile];
-  // Prefer the largest fragments that divide the subgroup tile.
-  // Version 2 also needs the fragment depth to divide its workgroup-memory slice.
-  const fits = (c: SubgroupMatrixConfig) => tr % c.M === 0 && tc % c.N === 0 && (version === 1 || STAGED_KT % c.K === 0);
-  const config = configs.filter(fits).sort((a, b) => b.M * b.N * b.K - a.M * a.N * a.K)[0];
-  if (!config) return `no config fits the ${tile} tile of version ${version} (configs: ${configs.map((c) => `${c.M}x${c.N}x${c.K}`).join(', ')})`;
-  const [rows, cols] = [2 * tr, 2 * tc];
-  const kStep = version === 2 ? STAGED_KT : config.K;
-  if (M % rows || N % cols || K % kStep) return `${M}x${N}x${K} is not whole ${rows}x${cols} tiles with K a multiple of ${kStep}`;
-  return { config, tile, rows, cols, subgroupSize: sg.maxSize };
-}
-
-/** y = x·Wᵀ through the plan (matmulTcPlan); x, W f16, y f32 [M, N]. */
-export function matmulTc(gpu: Gpu, x: Tensor, w: Tensor, opts: { out?: Tensor; tile?: TcTile; version?: TcVersion; label?: string } = {}): Tensor {
-  const k = 'matmul_tc';
-  expectDtype(k, x, 'f16');
-  expectDtype(k, w, 'f16');
-  if (x.shape.length !== 2 || w.shape.length !== 2) throw new ShapeError(`${k}: x [${x.shape}] and W [${w.shape}] must be 2-D`);
-  const [M, K] = x.shape as [number, number];
-  const N = w.shape[0]!;
-  if (w.shape[1] !== K) throw new ShapeError(`${k}: x [${x.shape}] and W [${w.shape}] differ in K`);
-  const version = opts.version ?? 1;
-  const plan = matmulTcPlan(gpu, M, N, K, opts.tile, version);
-  if (typeof plan === 'string') throw new TensorCoreError(`${k}: cannot run ${M}x${N}x${K} here: ${plan}`);
-  const y = opts.out ?? gpu.tensor([M, N], 'f32', 'matmul_tc.y');
-  expectDtype(k, y, 'f32');
-  expectShape(k, y, [M, N]);
-  const [tr, tc] = TC_TILES[plan.tile];
-  const { M: SM, N: SN, K: SK } = plan.config;
-  gpu.dispatch({
-    shader: version === 2 ? 'matmul_tc_staged' : 'matmul_tc',
-    variant: { enables: ['f16', 'chromium_experimental_subgroup_matrix'], consts: { SM, SN, SK, TM: tr / SM, TN: tc / SN, WG: 4 * plan.subgroupSize } },
-    uniforms: new Uniforms().u32(M).u32(N).u32(K).u32(0),
-    bindings: [x, w, y],
-    workgroups: [N / plan.cols, M / plan.rows],
-    label: opts.label ?? k,
-  });
-  return y;
 }

@@ -4,12 +4,15 @@
 //   matmul_tile64v vec4-aligned operands, smaller products: 64x64 tile, 4x4 outputs/thread, vec4 loads.
 //   matmul_tile64  everything else (any M, N, K, layout): the same tile with scalar bounds-checked loads.
 // Both 64-tiles split along K (+ matmul_splitk to sum) when few output tiles face a long K (LoRA grads).
+//   tc             tensor cores (src/kernels/matmul-tc.ts), where the device has subgroup matrices: every
+//                  product big enough to fill the GPU with 64x64 tiles; f16 inputs, f32 accumulation.
 // a and b are f32, or f16 storage when gpu.f16; accumulation and out are f32.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { Uniforms } from '../gpu/uniforms.ts';
 import { expectDtype, expectShape, ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
+import { dispatchTensorCore, type TcTileName, TensorCoreError, tensorCorePlan, tensorCoreUnavailable } from './matmul-tc.ts';
 
 export interface MatmulOptions {
   transA?: boolean; // a is stored [K, M]
@@ -18,9 +21,11 @@ export interface MatmulOptions {
   accumulate?: boolean; // out += ...   (LoRA deltas, gradient accumulation)
   out?: Tensor; // f32 [M, N]
   label?: string;
+  /** Tile of the tensor-core variant (default: by shape, defaultTcTile). */
+  tcTile?: TcTileName;
 }
 
-export type MatmulVariant = 'rows' | 'tile128' | 'tile64v' | 'tile64';
+export type MatmulVariant = 'rows' | 'tile128' | 'tile64v' | 'tile64' | 'tc';
 
 export interface MatmulShape {
   M: number;
@@ -36,6 +41,9 @@ export const ROWS_MAX_M = 16;
 const ROWS_COLS_PER_WORKGROUP = 8;
 /** Below this many 128x128 tiles a big GPU (132 SMs on an H200) idles: a 64x64 tile gives 4x more workgroups. */
 const TILE128_MIN_WORKGROUPS = 128;
+/** Tensor cores take a product when its 64x64 tiles are at least this many (fewer, with a long K, are
+ * LoRA gradients that the split-K f32 tiles spread better) and each side is at least 64. */
+const TC_MIN_TILES = 64;
 
 /** Split-K for the 64-tiles: below this many output tiles, a K of at least SPLIT_MIN_K is cut into slices. */
 const SPLIT_MAX_TILES = 64;
@@ -63,8 +71,15 @@ export function matmulSupports(v: MatmulVariant, s: MatmulShape): boolean {
       // each operand is read as vec4 along its stored-contiguous dimension
       return (s.transA ? s.M : s.K) % 4 === 0 && (s.transB ? s.K : s.N) % 4 === 0;
     case 'tile64':
+    case 'tc':
       return true;
   }
+}
+
+/** Whether matmul's auto policy sends this shape to tensor cores on `gpu`. */
+export function prefersTensorCores(gpu: Gpu, s: MatmulShape): boolean {
+  if (tensorCoreUnavailable(gpu)) return false;
+  return s.M >= 64 && s.N >= 64 && s.K >= 64 && ceilDiv(s.M, 64) * ceilDiv(s.N, 64) >= TC_MIN_TILES && typeof tensorCorePlan(gpu, s) !== 'string';
 }
 
 /** The variant matmul() runs for this shape. Under SwiftShader the rows kernel runs 5-10x slower than
@@ -77,14 +92,16 @@ export function matmulVariant(s: MatmulShape, swiftShader = false): MatmulVarian
 }
 
 /**
- * How matmul() picks its kernel on a device: 'auto' (by shape; matmul_rows skipped on SwiftShader, see
- * matmulVariant), 'gpu' (by shape as on a real GPU, so decode shapes run matmul_rows on the CPU drivers
- * too: what tests use to cover the GPU's decode kernel), or one variant wherever it can compute the
- * shape (by shape elsewhere). The default comes from TROUPE_MATMUL (auto, gpu, rows, tile128, tile64v, tile64).
+ * How matmul() picks its kernel on a device: 'auto' (by shape, tensor cores where the device has them and
+ * the product is large; matmul_rows skipped on SwiftShader, see matmulVariant), 'f32' (auto without tensor
+ * cores: f32 FMA only), 'gpu' (the f32 choice as on a real GPU, so decode shapes run matmul_rows on the CPU
+ * drivers too: what tests use to cover the GPU's decode kernel), or one variant wherever it can compute the
+ * shape (by shape elsewhere). The default comes from TROUPE_MATMUL (auto, f32, gpu, rows, tile128, tile64v,
+ * tile64, tc).
  */
-export type MatmulPolicy = 'auto' | 'gpu' | MatmulVariant;
+export type MatmulPolicy = 'auto' | 'f32' | 'gpu' | MatmulVariant;
 
-const POLICIES: readonly MatmulPolicy[] = ['auto', 'gpu', 'rows', 'tile128', 'tile64v', 'tile64'];
+const POLICIES: readonly MatmulPolicy[] = ['auto', 'f32', 'gpu', 'rows', 'tile128', 'tile64v', 'tile64', 'tc'];
 const policies = new WeakMap<Gpu, MatmulPolicy>();
 
 function envPolicy(): MatmulPolicy {
@@ -109,9 +126,12 @@ export function matmulPolicy(gpu: Gpu): MatmulPolicy {
 /** The variant matmul() picks on `gpu` for `shape` under its policy. */
 export function pickMatmulVariant(gpu: Gpu, shape: MatmulShape): MatmulVariant {
   const policy = matmulPolicy(gpu);
-  if (policy === 'auto') return matmulVariant(shape, gpu.report.cpuDriver === 'SwiftShader');
+  const swiftShader = gpu.report.cpuDriver === 'SwiftShader';
+  if (policy === 'auto') return prefersTensorCores(gpu, shape) ? 'tc' : matmulVariant(shape, swiftShader);
+  if (policy === 'f32') return matmulVariant(shape, swiftShader);
   if (policy === 'gpu') return matmulVariant(shape, false);
-  return matmulSupports(policy, shape) ? policy : matmulVariant(shape, gpu.report.cpuDriver === 'SwiftShader');
+  if (policy === 'tc') return tensorCoreUnavailable(gpu) ? matmulVariant(shape, swiftShader) : 'tc';
+  return matmulSupports(policy, shape) ? policy : matmulVariant(shape, swiftShader);
 }
 
 export function matmul(gpu: Gpu, a: Tensor, b: Tensor, opts: MatmulOptions = {}): Tensor {
@@ -161,7 +181,11 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
     new Uniforms().u32(M).u32(N).u32(K).u32(accumulate ? 1 : 0).f32(alpha).u32(kChunk).u32(0).u32(0);
   const accumulate = opts.accumulate ?? false;
   const alpha = opts.alpha ?? 1;
-  if (v === 'rows') {
+  if (v === 'tc') {
+    const plan = tensorCorePlan(gpu, shape, opts.tcTile);
+    if (typeof plan === 'string') throw new TensorCoreError(`${name}: cannot run ${M}x${N}x${K} on tensor cores here: ${plan}`);
+    dispatchTensorCore(gpu, plan, a, b, out, shape, alpha, accumulate, name);
+  } else if (v === 'rows') {
     dispatch(out, params(accumulate, alpha, 0), [ceilDiv(N, ROWS_COLS_PER_WORKGROUP)]);
   } else if (v === 'tile128') {
     dispatch(out, params(accumulate, alpha, 0), [ceilDiv(N, 128), ceilDiv(M, 128)]);

@@ -2,8 +2,8 @@
 // small random kernel checked against a CPU reference. Exit code 1 when no adapter or the check fails.
 import { Gpu, WANTED_FEATURES, type AdapterReport } from '../../gpu/gpu.ts';
 import { roundF16 } from '../../gpu/dtype.ts';
-import { matmul } from '../../kernels/matmul.ts';
-import { matmulTc, matmulTcPlan } from '../../kernels/matmul-tc.ts';
+import { matmul, matmulWith } from '../../kernels/matmul.ts';
+import { tensorCorePlan } from '../../kernels/matmul-tc.ts';
 import { detectRuntime } from '../../gpu/runtime.ts';
 import { mulberry32 } from '../../util/mulberry32.ts';
 import { parse } from '../args.ts';
@@ -54,9 +54,9 @@ function randomValues(n: number, seed: number): Float32Array {
   return out;
 }
 
-function maxRelError(got: Float32Array, want: Float32Array): number {
+function maxRelError(got: Float32Array, want: Float32Array, floor = 1e-6): number {
   let diff = 0;
-  let scale = 1e-6;
+  let scale = floor;
   for (let i = 0; i < want.length; i++) {
     const d = Math.abs(got[i]! - want[i]!);
     diff = Number.isNaN(d) ? Infinity : Math.max(diff, d);
@@ -78,6 +78,76 @@ function matmulTransBRef(a: Float32Array, b: Float32Array, M: number, N: number,
   return out;
 }
 
+/** 2^(15 - e) for m = f·2^e, f in [0.5, 1) (shaders/absmax_scale.wgsl); 1 for 0 or non-finite m. */
+function absmaxScale(m: number): number {
+  if (m === 0 || !Number.isFinite(m)) return 1;
+  let e = Math.floor(Math.log2(m)) + 1;
+  if (m >= 2 ** e) e++;
+  if (m < 2 ** (e - 1)) e--;
+  return 2 ** Math.min(126, Math.max(-126, 15 - e));
+}
+
+/** The f16 copy the tensor-core kernel multiplies of an f32 operand seen as R rows of L (strided: stored [L, R]). */
+function tensorCoreCopy(x: Float32Array, R: number, L: number, strided: boolean): Float32Array {
+  const at = (i: number, l: number) => (strided ? l * R + i : i * L + l);
+  const out = new Float32Array(x.length);
+  for (let i = 0; i < R; i++) {
+    let m = 0;
+    for (let l = 0; l < L; l++) m = Math.max(m, Math.abs(x[at(i, l)]!));
+    const s = absmaxScale(m);
+    const row = new Float32Array(L).map((_, l) => x[at(i, l)]! * s);
+    roundF16(row).forEach((v, l) => (out[at(i, l)] = v / s));
+  }
+  return out;
+}
+
+/** alpha·op(a)·op(b) + init in doubles. */
+function matmulRef(a: Float32Array, b: Float32Array, M: number, N: number, K: number, transA: boolean, transB: boolean, alpha: number, init: Float32Array | null): Float32Array {
+  const out = new Float32Array(M * N);
+  for (let i = 0; i < M; i++) {
+    for (let j = 0; j < N; j++) {
+      let acc = 0;
+      for (let k = 0; k < K; k++) acc += a[transA ? k * M + i : i * K + k]! * b[transB ? j * K + k : k * N + j]!;
+      out[i * N + j] = alpha * acc + (init ? init[i * N + j]! : 0);
+    }
+  }
+  return out;
+}
+
+/**
+ * Tensor cores (subgroup matrices), where the adapter has them: each layout, f32 and f16 operands, partial
+ * tiles, alpha with accumulation and gradient-sized values, against a CPU product of the f16 copies the kernel
+ * makes (so only f32 accumulation order may differ).
+ */
+async function checkTensorCores(gpu: Gpu): Promise<KernelCheck[]> {
+  const cases = [
+    { M: 256, N: 128, K: 96, transA: false, transB: true, da: 'f16', scale: 1 },
+    { M: 130, N: 257, K: 129, transA: false, transB: true, da: 'f32', scale: 1 },
+    { M: 257, N: 130, K: 70, transA: false, transB: false, da: 'f32', scale: 1e-9 },
+    { M: 100, N: 200, K: 300, transA: true, transB: false, da: 'f32', scale: 3e4 },
+    { M: 64, N: 96, K: 50, transA: true, transB: true, da: 'f16', scale: 1 },
+  ] as const;
+  const checks: KernelCheck[] = [];
+  for (const [n, c] of cases.entries()) {
+    if (typeof tensorCorePlan(gpu, c) === 'string') continue;
+    const { M, N, K, transA, transB } = c;
+    const a = randomValues(M * K, 13 + n).map((v) => v * c.scale);
+    const b = roundF16(randomValues(N * K, 14 + n));
+    const a16 = c.da === 'f16' ? roundF16(a) : tensorCoreCopy(a, M, K, transA);
+    const ta = gpu.upload(c.da === 'f16' ? a16 : a, transA ? [K, M] : [M, K], c.da, 'doctor.a');
+    const tb = gpu.upload(b, transB ? [N, K] : [K, N], 'f16', 'doctor.b');
+    const init = randomValues(M * N, 15 + n).map((v) => v * c.scale);
+    const out = gpu.upload(init, [M, N], 'f32', 'doctor.out');
+    matmulWith(gpu, 'tc', ta, tb, { transA, transB, alpha: -0.5, accumulate: true, out, label: 'doctor.matmul_tc' });
+    const want = matmulRef(a16, b, M, N, K, transA, transB, -0.5, init);
+    const err = maxRelError(await gpu.readF32(out), want, want.reduce((m, v) => Math.max(m, Math.abs(v)), 0)); // no floor: |a| may be 1e-9
+    const layout = `${transA ? 'aᵀ' : 'a'}·${transB ? 'bᵀ' : 'b'}`;
+    checks.push({ kernel: `matmul ${layout}, tensor cores${c.scale !== 1 ? ` |a|~${c.scale}` : ''}`, dtype: c.da, shape: `${M}x${N}x${K}`, maxRelError: err, tolerance: 1e-5, ok: err <= 1e-5 });
+    for (const t of [ta, tb, out]) t.release();
+  }
+  return checks;
+}
+
 /** x·Wᵀ (the model's linear layer) on random odd-sized inputs against the CPU: f32, and f16 storage when present. */
 async function checkKernels(gpu: Gpu): Promise<KernelCheck[]> {
   const [M, N, K] = [37, 29, 53];
@@ -95,19 +165,7 @@ async function checkKernels(gpu: Gpu): Promise<KernelCheck[]> {
     checks.push({ kernel: 'matmul x·Wᵀ', dtype, shape: `${M}x${K} · (${N}x${K})ᵀ`, maxRelError: err, tolerance, ok: err <= tolerance });
     for (const t of [ta, tb, out]) t.release();
   }
-  // Tensor cores (subgroup matrices), where the adapter has them: whole tiles only; both versions.
-  const [tm, tn, tk] = [256, 128, 96];
-  for (const version of [1, 2] as const) {
-    if (typeof matmulTcPlan(gpu, tm, tn, tk, '64x32', version) === 'string') continue;
-    const a = roundF16(randomValues(tm * tk, 13));
-    const b = roundF16(randomValues(tn * tk, 14));
-    const ta = gpu.upload(a, [tm, tk], 'f16', 'doctor.x');
-    const tb = gpu.upload(b, [tn, tk], 'f16', 'doctor.w');
-    const out = matmulTc(gpu, ta, tb, { version, label: 'doctor.matmul_tc' });
-    const err = maxRelError(await gpu.readF32(out), matmulTransBRef(a, b, tm, tn, tk));
-    checks.push({ kernel: `matmul x·Wᵀ, tensor cores v${version}`, dtype: 'f16', shape: `${tm}x${tk} · (${tn}x${tk})ᵀ`, maxRelError: err, tolerance: 1e-5, ok: err <= 1e-5 }); // measured 2.8e-7 on the H200
-    for (const t of [ta, tb, out]) t.release();
-  }
+  checks.push(...(await checkTensorCores(gpu)));
   return checks;
 }
 

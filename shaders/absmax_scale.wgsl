@@ -1,0 +1,47 @@
+// Power-of-two scales that bring each row's largest |entry| into [2^14, 2^15): what an f32 operand of the
+// tensor-core matmul (shaders/matmul_tc_tiled.wgsl) is multiplied by before its f16 conversion, so that
+// neither large activations overflow f16 nor small gradients flush to zero. Exact powers of two: dividing
+// them back out loses nothing. A row of zeros, or one holding inf/NaN, gets scale 1 (the non-finite value
+// then reaches the product as it would in f32).
+//   rows: x [R, L] row-major, one workgroup per row (rows past 65535 spill into the grid's y dimension).
+//   cols: x [L, R] (row i is column i), one thread per row reading down its column: coalesced across threads.
+struct Params { R: u32, L: u32, _p0: u32, _p1: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> scale: array<f32>;
+
+const TARGET_EXP = 15;
+
+fn scaleFor(m: f32) -> f32 {
+  // m = f·2^e with f in [0.5, 1): m·2^(15-e) lies in [2^14, 2^15). m != m is NaN; m above the largest f32 is inf.
+  if (m == 0.0 || m != m || m > 0x1.fffffep+127f) { return 1.0; }
+  let e = frexp(m).exp;
+  return exp2(f32(clamp(TARGET_EXP - e, -126, 126)));
+}
+
+var<workgroup> part: array<f32, 64>;
+
+@compute @workgroup_size(64)
+fn rows(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let row = wg.x + wg.y * nwg.x;
+  if (row >= p.R) { return; }  // the whole workgroup leaves together: barriers stay uniform
+  var m = 0.0;
+  for (var l = tid; l < p.L; l += 64u) { m = max(m, abs(x[row * p.L + l])); }
+  part[tid] = m;
+  workgroupBarrier();
+  for (var s = 32u; s > 0u; s >>= 1u) {
+    if (tid < s) { part[tid] = max(part[tid], part[tid + s]); }
+    workgroupBarrier();
+  }
+  if (tid == 0u) { scale[row] = scaleFor(part[0]); }
+}
+
+@compute @workgroup_size(64)
+fn cols(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let i = gid.x + gid.y * nwg.x * 64u;
+  if (i >= p.R) { return; }
+  var m = 0.0;
+  for (var l = 0u; l < p.L; l++) { m = max(m, abs(x[l * p.R + i])); }
+  scale[i] = scaleFor(m);
+}
