@@ -6,10 +6,14 @@
 // - f32 operands arrive with a power-of-two scale per row of op(a) / column of op(b) (shaders/
 //   absmax_scale.wgsl) that brings their largest entry near 2^15, so f16 neither overflows nor flushes
 //   small values (gradients) to zero; the epilogue divides the scales back out, exactly.
-// - Each subgroup owns TM x TN fragments of SM x SN; the epilogue passes each through workgroup memory
-//   so that bounds checks, alpha and accumulation happen per element.
-// Variant consts: SM, SN, SK (the subgroup matrix config), WGM x WGN subgroups, TM, TN, SG (subgroup
-// size), KT (slice depth, a multiple of SK), TRANS_A, TRANS_B; aliases TA, TB (f32 or f16).
+// - Each subgroup owns 4 x 4 fragments of SM x SN, held in sixteen named accumulators: an array of 8 or
+//   more subgroup matrices indexed in loops is kept in local memory on the H200 (30 TFLOP/s against 630
+//   for named ones, bench/tc-probe.mjs), so the fragment loops are written out.
+// - The epilogue passes each fragment through workgroup memory so that bounds checks, the scales, alpha
+//   and accumulation happen per element.
+// Variant consts: SM, SN, SK (the subgroup matrix config), WGM x WGN subgroups, SG (subgroup size), KT
+// (slice depth, a multiple of SK), PREFETCH (load the next slice into registers during this one's
+// products), TRANS_A, TRANS_B; aliases TA, TB (f32 or f16).
 struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, _p0: u32, _p1: u32, _p2: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -23,6 +27,9 @@ struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, _p0: u32, _
 alias Left = subgroup_matrix_left<f16, SK, SM>;
 alias Right = subgroup_matrix_right<f16, SN, SK>;
 alias Acc = subgroup_matrix_result<f32, SN, SM>;
+
+const TM = 4u;  // fragments per subgroup along M and N (the named accumulators c00..c33 below)
+const TN = 4u;
 
 const THREADS = WGM * WGN * SG;
 const BM = WGM * TM * SM;  // rows of out per workgroup
@@ -68,6 +75,28 @@ fn loadB(col: u32, k: u32) -> f32 {
   return f32(b[select(k * p.N + col, col * p.K + k, TRANS_B)]);
 }
 
+// This thread's elements of the slice of op(a) and op(b) at depth k0.
+fn fetch(ra: ptr<function, array<f32, EA>>, rb: ptr<function, array<f32, EB>>, row0: u32, col0: u32, k0: u32, lid: u32) {
+  for (var i = 0u; i < EA; i++) { let c = aCoord(lid + i * THREADS); (*ra)[i] = loadA(row0 + c.x, k0 + c.y); }
+  for (var i = 0u; i < EB; i++) { let c = bCoord(lid + i * THREADS); (*rb)[i] = loadB(col0 + c.x, k0 + c.y); }
+}
+
+// Writes the fragment a subgroup just stored at tileC[mine..] to out at (row, col), element by element.
+fn emit(row: u32, col: u32, mine: u32, lane: u32) {
+  workgroupBarrier();
+  for (var e = lane; e < FRAG; e += SG) {
+    let r = row + e / SN;
+    let c = col + e % SN;
+    if (r < p.M && c < p.N) {
+      let o = r * p.N + c;
+      var v = tileC[mine + e] / scaleOfA(r) / scaleOfB(c) * p.alpha;
+      if (p.accumulate != 0u) { v = v + out[o]; }
+      out[o] = v;
+    }
+  }
+  workgroupBarrier();  // before the next fragment overwrites tileC
+}
+
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @builtin(subgroup_invocation_id) lane: u32,
         @builtin(local_invocation_index) lid: u32) {
@@ -88,51 +117,95 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
     sb[i] = scaleOfB(col);
   }
 
-  var acc: array<array<Acc, TN>, TM>;
-  for (var i = 0u; i < TM; i++) {
-    for (var j = 0u; j < TN; j++) { acc[i][j] = Acc(); }
-  }
+  var c00 = Acc();
+  var c01 = Acc();
+  var c02 = Acc();
+  var c03 = Acc();
+  var c10 = Acc();
+  var c11 = Acc();
+  var c12 = Acc();
+  var c13 = Acc();
+  var c20 = Acc();
+  var c21 = Acc();
+  var c22 = Acc();
+  var c23 = Acc();
+  var c30 = Acc();
+  var c31 = Acc();
+  var c32 = Acc();
+  var c33 = Acc();
   var ra: array<f32, EA>;
   var rb: array<f32, EB>;
-  for (var i = 0u; i < EA; i++) { let c = aCoord(lid + i * THREADS); ra[i] = loadA(row0 + c.x, c.y); }
-  for (var i = 0u; i < EB; i++) { let c = bCoord(lid + i * THREADS); rb[i] = loadB(col0 + c.x, c.y); }
+  if (PREFETCH) { fetch(&ra, &rb, row0, col0, 0u, lid); }
 
   for (var k0 = 0u; k0 < p.K; k0 += KT) {
     workgroupBarrier();  // the previous slice's fragments are loaded
+    if (!PREFETCH) { fetch(&ra, &rb, row0, col0, k0, lid); }
     for (var i = 0u; i < EA; i++) { let c = aCoord(lid + i * THREADS); tileA[aAt(c.x, c.y)] = f16(ra[i] * sa[i]); }
     for (var i = 0u; i < EB; i++) { let c = bCoord(lid + i * THREADS); tileB[bAt(c.x, c.y)] = f16(rb[i] * sb[i]); }
     workgroupBarrier();
-    let k1 = k0 + KT;
-    if (k1 < p.K) {
-      for (var i = 0u; i < EA; i++) { let c = aCoord(lid + i * THREADS); ra[i] = loadA(row0 + c.x, k1 + c.y); }
-      for (var i = 0u; i < EB; i++) { let c = bCoord(lid + i * THREADS); rb[i] = loadB(col0 + c.x, k1 + c.y); }
-    }
+    if (PREFETCH && k0 + KT < p.K) { fetch(&ra, &rb, row0, col0, k0 + KT, lid); }
     for (var kk = 0u; kk < KT; kk += SK) {
-      var fa: array<Left, TM>;
-      for (var i = 0u; i < TM; i++) { fa[i] = subgroupMatrixLoad<Left>(&tileA, aAt(r0 + i * SM, kk), TRANS_A, LDA); }
-      for (var j = 0u; j < TN; j++) {
-        let fb = subgroupMatrixLoad<Right>(&tileB, bAt(c0 + j * SN, kk), TRANS_B, LDB);
-        for (var i = 0u; i < TM; i++) { acc[i][j] = subgroupMatrixMultiplyAccumulate(fa[i], fb, acc[i][j]); }
-      }
+      let a0 = subgroupMatrixLoad<Left>(&tileA, aAt(r0, kk), TRANS_A, LDA);
+      let a1 = subgroupMatrixLoad<Left>(&tileA, aAt(r0 + 1u * SM, kk), TRANS_A, LDA);
+      let a2 = subgroupMatrixLoad<Left>(&tileA, aAt(r0 + 2u * SM, kk), TRANS_A, LDA);
+      let a3 = subgroupMatrixLoad<Left>(&tileA, aAt(r0 + 3u * SM, kk), TRANS_A, LDA);
+      var b = subgroupMatrixLoad<Right>(&tileB, bAt(c0, kk), TRANS_B, LDB);
+      c00 = subgroupMatrixMultiplyAccumulate(a0, b, c00);
+      c10 = subgroupMatrixMultiplyAccumulate(a1, b, c10);
+      c20 = subgroupMatrixMultiplyAccumulate(a2, b, c20);
+      c30 = subgroupMatrixMultiplyAccumulate(a3, b, c30);
+      b = subgroupMatrixLoad<Right>(&tileB, bAt(c0 + 1u * SN, kk), TRANS_B, LDB);
+      c01 = subgroupMatrixMultiplyAccumulate(a0, b, c01);
+      c11 = subgroupMatrixMultiplyAccumulate(a1, b, c11);
+      c21 = subgroupMatrixMultiplyAccumulate(a2, b, c21);
+      c31 = subgroupMatrixMultiplyAccumulate(a3, b, c31);
+      b = subgroupMatrixLoad<Right>(&tileB, bAt(c0 + 2u * SN, kk), TRANS_B, LDB);
+      c02 = subgroupMatrixMultiplyAccumulate(a0, b, c02);
+      c12 = subgroupMatrixMultiplyAccumulate(a1, b, c12);
+      c22 = subgroupMatrixMultiplyAccumulate(a2, b, c22);
+      c32 = subgroupMatrixMultiplyAccumulate(a3, b, c32);
+      b = subgroupMatrixLoad<Right>(&tileB, bAt(c0 + 3u * SN, kk), TRANS_B, LDB);
+      c03 = subgroupMatrixMultiplyAccumulate(a0, b, c03);
+      c13 = subgroupMatrixMultiplyAccumulate(a1, b, c13);
+      c23 = subgroupMatrixMultiplyAccumulate(a2, b, c23);
+      c33 = subgroupMatrixMultiplyAccumulate(a3, b, c33);
     }
   }
 
   let mine = sid * FRAG;
-  for (var i = 0u; i < TM; i++) {
-    for (var j = 0u; j < TN; j++) {
-      workgroupBarrier();
-      subgroupMatrixStore(&tileC, mine, acc[i][j], false, SN);
-      workgroupBarrier();
-      for (var e = lane; e < FRAG; e += SG) {
-        let row = row0 + r0 + i * SM + e / SN;
-        let col = col0 + c0 + j * SN + e % SN;
-        if (row < p.M && col < p.N) {
-          var v = tileC[mine + e];
-          v = v / scaleOfA(row) / scaleOfB(col) * p.alpha;
-          let o = row * p.N + col;
-          if (p.accumulate != 0u) { v = v + out[o]; }
-          out[o] = v;
-        }
+  subgroupMatrixStore(&tileC, mine, c00, false, SN);
+  emit(row0 + r0 + 0u * SM, col0 + c0 + 0u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c01, false, SN);
+  emit(row0 + r0 + 0u * SM, col0 + c0 + 1u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c02, false, SN);
+  emit(row0 + r0 + 0u * SM, col0 + c0 + 2u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c03, false, SN);
+  emit(row0 + r0 + 0u * SM, col0 + c0 + 3u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c10, false, SN);
+  emit(row0 + r0 + 1u * SM, col0 + c0 + 0u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c11, false, SN);
+  emit(row0 + r0 + 1u * SM, col0 + c0 + 1u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c12, false, SN);
+  emit(row0 + r0 + 1u * SM, col0 + c0 + 2u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c13, false, SN);
+  emit(row0 + r0 + 1u * SM, col0 + c0 + 3u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c20, false, SN);
+  emit(row0 + r0 + 2u * SM, col0 + c0 + 0u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c21, false, SN);
+  emit(row0 + r0 + 2u * SM, col0 + c0 + 1u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c22, false, SN);
+  emit(row0 + r0 + 2u * SM, col0 + c0 + 2u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c23, false, SN);
+  emit(row0 + r0 + 2u * SM, col0 + c0 + 3u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c30, false, SN);
+  emit(row0 + r0 + 3u * SM, col0 + c0 + 0u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c31, false, SN);
+  emit(row0 + r0 + 3u * SM, col0 + c0 + 1u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c32, false, SN);
+  emit(row0 + r0 + 3u * SM, col0 + c0 + 2u * SN, mine, lane);
+  subgroupMatrixStore(&tileC, mine, c33, false, SN);
+  emit(row0 + r0 + 3u * SM, col0 + c0 + 3u * SN, mine, lane);
+}
       }
     }
   }

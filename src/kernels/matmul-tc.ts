@@ -12,25 +12,30 @@ import { Uniforms, u32s } from '../gpu/uniforms.ts';
 import { ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
 
-/** A workgroup tile: bm x bn outputs, wgm x wgn subgroups, kt-deep slices of op(a)/op(b) in workgroup memory. */
+/** A workgroup tile: wgm x wgn subgroups of 4 x 4 fragments each (64 x 64 outputs with 16 x 16 fragments),
+ * kt-deep slices of op(a)/op(b) in workgroup memory, the next slice prefetched into registers or not. */
 export interface TcTile {
-  bm: number;
-  bn: number;
   wgm: number;
   wgn: number;
   kt: number;
+  prefetch: boolean;
 }
 
+/** Named by their outputs with 16 x 16 fragments (the H200's), k<slice depth>, p: prefetch. */
 export const TC_TILES = {
-  '128x128k32s8': { bm: 128, bn: 128, wgm: 2, wgn: 4, kt: 32 },
-  '128x128k32s4': { bm: 128, bn: 128, wgm: 2, wgn: 2, kt: 32 },
-  '128x128k64s8': { bm: 128, bn: 128, wgm: 2, wgn: 4, kt: 64 },
-  '64x128k32s4': { bm: 64, bn: 128, wgm: 2, wgn: 2, kt: 32 },
-  '128x64k32s4': { bm: 128, bn: 64, wgm: 2, wgn: 2, kt: 32 },
-  '64x64k32s4': { bm: 64, bn: 64, wgm: 2, wgn: 2, kt: 32 },
+  '128x128k32p': { wgm: 2, wgn: 2, kt: 32, prefetch: true },
+  '128x128k32': { wgm: 2, wgn: 2, kt: 32, prefetch: false },
+  '128x128k16p': { wgm: 2, wgn: 2, kt: 16, prefetch: true },
+  '128x256k32p': { wgm: 2, wgn: 4, kt: 32, prefetch: true },
+  '256x128k32p': { wgm: 4, wgn: 2, kt: 32, prefetch: true },
+  '64x128k32p': { wgm: 1, wgn: 2, kt: 32, prefetch: true },
+  '128x64k32p': { wgm: 2, wgn: 1, kt: 32, prefetch: true },
+  '64x64k32p': { wgm: 1, wgn: 1, kt: 32, prefetch: true },
 } as const satisfies Record<string, TcTile>;
 export type TcTileName = keyof typeof TC_TILES;
 
+/** Fragments per subgroup along M and N (the shader's named accumulators). */
+const FRAGS = 4;
 /** Staged tiles are padded by this many f16 a row (must match PAD in the shader). */
 const PAD = 8;
 
@@ -46,15 +51,16 @@ export interface TcPlan {
   tile: TcTileName;
   config: SubgroupMatrixConfig;
   subgroupSize: number;
-  /** Fragments per subgroup along M and N. */
-  tm: number;
-  tn: number;
+  /** Outputs per workgroup. */
+  bm: number;
+  bn: number;
 }
 
 /** Bytes of workgroup memory a tile takes (staged op(a), op(b), and one result fragment per subgroup). */
 export function tcTileBytes(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig): number {
-  const a = shape.transA ? t.kt * (t.bm + PAD) : t.bm * (t.kt + PAD);
-  const b = shape.transB ? t.bn * (t.kt + PAD) : t.kt * (t.bn + PAD);
+  const [bm, bn] = [t.wgm * FRAGS * c.M, t.wgn * FRAGS * c.N];
+  const a = shape.transA ? t.kt * (bm + PAD) : bm * (t.kt + PAD);
+  const b = shape.transB ? bn * (t.kt + PAD) : t.kt * (bn + PAD);
   return 2 * (a + b) + 4 * t.wgm * t.wgn * c.M * c.N;
 }
 
@@ -73,10 +79,10 @@ export function tensorCoreUnavailable(gpu: Gpu): string | null {
 /** The default tile for an M x N product: the largest whose workgroups still cover a big GPU (132 SMs on an H200). */
 export function defaultTcTile(M: number, N: number): TcTileName {
   const enough = (bm: number, bn: number) => ceilDiv(M, bm) * ceilDiv(N, bn) >= 128;
-  if (enough(128, 128)) return '128x128k32s8';
-  if (enough(64, 128) && N >= M) return '64x128k32s4';
-  if (enough(128, 64)) return '128x64k32s4';
-  return '64x64k32s4';
+  if (enough(128, 128)) return '128x128k32p';
+  if (enough(64, 128) && N >= M) return '64x128k32p';
+  if (enough(128, 64)) return '128x64k32p';
+  return '64x64k32p';
 }
 
 /** How a product runs on tensor cores here, or the reason it cannot. */
@@ -86,19 +92,19 @@ export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultT
   const t: TcTile = TC_TILES[tile];
   const subgroupSize = gpu.report.subgroups!.maxSize;
   const threads = t.wgm * t.wgn * subgroupSize;
-  // The largest f16 -> f32 fragments that divide the subgroup tile and the slice depth.
+  // The largest f16 -> f32 fragments whose depth divides the slice.
   const config = gpu.report.subgroupMatrixConfigs
-    .filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32')
-    .filter((c) => (t.bm / t.wgm) % c.M === 0 && (t.bn / t.wgn) % c.N === 0 && t.kt % c.K === 0)
+    .filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && t.kt % c.K === 0)
     .sort((x, y) => y.M * y.N * y.K - x.M * x.N * x.K)[0];
   if (!config) return `no subgroup matrix config fits tile ${tile}`;
-  if ((t.bm * t.kt) % threads || (t.bn * t.kt) % threads) return `tile ${tile} does not divide among ${threads} threads`;
+  const [bm, bn] = [t.wgm * FRAGS * config.M, t.wgn * FRAGS * config.N];
+  if ((bm * t.kt) % threads || (bn * t.kt) % threads) return `tile ${tile} does not divide among ${threads} threads`;
   if (threads > gpu.limits.maxComputeInvocationsPerWorkgroup) return `tile ${tile} needs ${threads} invocations`;
   const bytes = tcTileBytes(t, s, config);
   if (bytes > gpu.limits.maxComputeWorkgroupStorageSize) return `tile ${tile} needs ${bytes} bytes of workgroup memory (limit ${gpu.limits.maxComputeWorkgroupStorageSize})`;
   const maxWg = gpu.limits.maxComputeWorkgroupsPerDimension;
-  if (ceilDiv(s.N, t.bn) > maxWg || ceilDiv(s.M, t.bm) > maxWg) return `${s.M}x${s.N} needs more than ${maxWg} workgroups a dimension`;
-  return { tile, config, subgroupSize, tm: t.bm / t.wgm / config.M, tn: t.bn / t.wgn / config.N };
+  if (ceilDiv(s.N, bn) > maxWg || ceilDiv(s.M, bm) > maxWg) return `${s.M}x${s.N} needs more than ${maxWg} workgroups a dimension`;
+  return { tile, config, subgroupSize, bm, bn };
 }
 
 /** A single 1.0: the scale of an operand that needs none. */
@@ -142,11 +148,11 @@ export function dispatchTensorCore(gpu: Gpu, plan: TcPlan, a: Tensor, b: Tensor,
     variant: {
       enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
       aliases: { TA: a.dtype, TB: b.dtype },
-      consts: { SM, SN, SK, WGM: t.wgm, WGN: t.wgn, TM: plan.tm, TN: plan.tn, SG: plan.subgroupSize, KT: t.kt, TRANS_A: s.transA, TRANS_B: s.transB },
+      consts: { SM, SN, SK, WGM: t.wgm, WGN: t.wgn, SG: plan.subgroupSize, KT: t.kt, PREFETCH: t.prefetch, TRANS_A: s.transA, TRANS_B: s.transB },
     },
     uniforms: new Uniforms().u32(s.M).u32(s.N).u32(s.K).u32(accumulate ? 1 : 0).f32(alpha).u32(0).u32(0).u32(0),
     bindings: [a, b, out, sa ?? one(gpu), sb ?? one(gpu)],
-    workgroups: [ceilDiv(s.N, t.bn), ceilDiv(s.M, t.bm)],
+    workgroups: [ceilDiv(s.N, plan.bn), ceilDiv(s.M, plan.bm)],
     label,
   });
   sa?.release();

@@ -1,0 +1,76 @@
+// Raw subgroup-matrix throughput under Dawn (a probe for tuning shaders/matmul_tc_tiled.wgsl, not a benchmark
+// row): each subgroup multiplies fragments already in registers in ACC independent chains, so nothing but the
+// multiply-accumulates (and how Tint/the driver keep the accumulators) is timed. Variants: accumulators as
+// named variables or as an array indexed in loops; f32 or f16 accumulation; fragments re-loaded from
+// workgroup memory every step or not.   usage (GPU machine): node bench/tc-probe.mjs
+import { create, globals } from 'webgpu';
+
+Object.assign(globalThis, globals);
+const gpu = create(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia']);
+const adapter = await gpu.requestAdapter();
+const device = await adapter.requestDevice({ requiredFeatures: ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix'] });
+device.addEventListener('uncapturederror', (e) => console.log('error', e.error.message));
+
+const ITER = 2048;
+const WORKGROUPS = 132 * 16;
+
+function shader({ acc, named, resT, reload }) {
+  const decl = named ? Array.from({ length: acc }, (_, i) => `var c${i} = R();`).join('\n  ') : `var c: array<R, ${acc}>;\n  for (var i = 0u; i < ${acc}u; i++) { c[i] = R(); }`;
+  const step = named ? Array.from({ length: acc }, (_, i) => `c${i} = subgroupMatrixMultiplyAccumulate(a, b, c${i});`).join('\n    ') : `for (var i = 0u; i < ${acc}u; i++) { c[i] = subgroupMatrixMultiplyAccumulate(a, b, c[i]); }`;
+  const store = named ? Array.from({ length: acc }, (_, i) => `subgroupMatrixStore(&out, sid * ${acc * 256}u + ${i * 256}u, c${i}, false, 16u);`).join('\n  ') : `for (var i = 0u; i < ${acc}u; i++) { subgroupMatrixStore(&out, sid * ${acc * 256}u + i * 256u, c[i], false, 16u); }`;
+  return `enable f16;
+enable chromium_experimental_subgroup_matrix;
+alias L = subgroup_matrix_left<f16, 16, 16>;
+alias Rt = subgroup_matrix_right<f16, 16, 16>;
+alias R = subgroup_matrix_result<${resT}, 16, 16>;
+@group(0) @binding(0) var<storage, read> src: array<f16>;
+@group(0) @binding(1) var<storage, read_write> out: array<${resT}>;
+var<workgroup> tile: array<f16, 4096>;
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @builtin(local_invocation_index) lid: u32) {
+  for (var e = lid; e < 4096u; e += 128u) { tile[e] = src[e]; }
+  workgroupBarrier();
+  var a = subgroupMatrixLoad<L>(&src, 0u, false, 16u);
+  var b = subgroupMatrixLoad<Rt>(&src, 256u, false, 16u);
+  ${decl}
+  for (var t = 0u; t < ${ITER}u; t++) {
+    ${reload ? 'a = subgroupMatrixLoad<L>(&tile, (t % 8u) * 512u, false, 32u);\n    b = subgroupMatrixLoad<Rt>(&tile, (t % 8u) * 512u + 16u, true, 32u);' : ''}
+    ${step}
+  }
+  ${store}
+}`;
+}
+
+async function time(code, acc) {
+  const module = device.createShaderModule({ code });
+  const info = await module.getCompilationInfo();
+  for (const m of info.messages) if (m.type === 'error') { console.log(m.message); return NaN; }
+  const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const src = device.createBuffer({ size: 8192, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+  device.queue.writeBuffer(src, 0, new Uint16Array(4096).fill(0x3c00 >> 4));
+  const out = device.createBuffer({ size: 4 * acc * 256 * 4, usage: GPUBufferUsage.STORAGE });
+  const bg = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: src } }, { binding: 1, resource: { buffer: out } }] });
+  const run = async (n) => {
+    const enc = device.createCommandEncoder();
+    for (let i = 0; i < n; i++) { const p = enc.beginComputePass(); p.setPipeline(pipeline); p.setBindGroup(0, bg); p.dispatchWorkgroups(WORKGROUPS); p.end(); }
+    device.queue.submit([enc.finish()]);
+    await device.queue.onSubmittedWorkDone();
+  };
+  await run(1);
+  const t0 = performance.now();
+  await run(5);
+  const s = (performance.now() - t0) / 5 / 1e3;
+  src.destroy(); out.destroy();
+  return (WORKGROUPS * 4 * ITER * acc * 2 * 16 ** 3) / s / 1e12;
+}
+
+for (const resT of ['f32', 'f16']) {
+  for (const acc of [1, 4, 8, 16]) {
+    for (const named of [true, false]) {
+      for (const reload of [false, true]) {
+        const tf = await time(shader({ acc, named, resT, reload }), acc);
+        console.log(`acc ${resT} x${String(acc).padEnd(2)} ${named ? 'named' : 'array'} ${reload ? 'reload from workgroup memory' : 'registers only            '}  ${tf.toFixed(1)} TFLOP/s`);
+      }
+    }
+  }
+}
