@@ -206,7 +206,3 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   subgroupMatrixStore(&tileC, mine, c33, false, SN);
   emit(row0 + r0 + 3u * SM, col0 + c0 + 3u * SN, mine, lane);
 }
-      }
-    }
-  }
-}

@@ -1,0 +1,56 @@
+// The tensor-core shader compiles here too, with its subgroup-matrix types and builtins replaced by plain
+// stand-ins: the CPU drivers have no subgroup matrices, so without this a typo in shaders/matmul_tc_tiled.wgsl
+// would surface only on a GPU machine. It checks the WGSL around the matrix calls (syntax, types, the
+// uniformity of barriers), for every layout and both operand types; the products themselves are checked on a
+// GPU with the feature (matmul-tc.test.ts, troupe doctor).
+import { describe, expect, it } from 'vitest';
+import { variantHeader } from '../../src/gpu/gpu.ts';
+import { SHADERS } from '../../src/generated/shaders.ts';
+import { testGpu } from '../helpers/gpu.ts';
+
+const STANDINS = `
+alias Fragment = vec4f;
+fn loadFragmentA(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(tileA[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
+fn loadFragmentB(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(tileB[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
+fn multiplyAccumulate(l: Fragment, r: Fragment, c: Fragment) -> Fragment { return l * r + c; }
+fn storeFragment(offset: u32, v: Fragment, colMajor: bool, stride: u32) { tileC[offset + stride + select(0u, 1u, colMajor)] = v.x; }
+`;
+
+/** The shader with subgroup matrices replaced by vec4f stand-ins (and subgroup_id by the invocation index / SG). */
+function standIn(source: string): string {
+  return source
+    .replace(/alias (Left|Right|Acc) = subgroup_matrix_\w+<[^>]*>;/g, 'alias $1 = Fragment;')
+    .replace(/subgroupMatrixLoad<Left>\(&tileA, /g, 'loadFragmentA(')
+    .replace(/subgroupMatrixLoad<Right>\(&tileB, /g, 'loadFragmentB(')
+    .replace(/subgroupMatrixMultiplyAccumulate\(/g, 'multiplyAccumulate(')
+    .replace(/subgroupMatrixStore\(&tileC, /g, 'storeFragment(')
+    .replace(/@builtin\(subgroup_id\) sid: u32, @builtin\(subgroup_invocation_id\) lane: u32,/, '@builtin(local_invocation_id) lidv: vec3u,')
+    .replace(/(fn main\([\s\S]*?\)\s*\{)/, '$1\n  let sid = lidv.x / SG;\n  let lane = lidv.x % SG;')
+    .replace(/(@compute @workgroup_size)/, `${STANDINS}\n$1`);
+}
+
+describe('matmul_tc_tiled compiles', () => {
+  for (const [transA, transB] of [[false, true], [false, false], [true, false], [true, true]] as const) {
+    for (const t of ['f32', 'f16'] as const) {
+      it(`${transA ? 'aᵀ' : 'a'}·${transB ? 'bᵀ' : 'b'}, ${t} operands, prefetch and not`, async (ctx) => {
+        const gpu = await testGpu();
+        if (t === 'f16' && !gpu.f16) return ctx.skip();
+        for (const prefetch of [true, false]) {
+          const header = variantHeader({
+            enables: gpu.f16 ? ['f16'] : [],
+            aliases: { TA: gpu.f16 ? t : 'f32', TB: gpu.f16 ? 'f16' : 'f32' },
+            consts: { SM: 16, SN: 16, SK: 16, WGM: 1, WGN: 2, SG: 32, KT: 32, PREFETCH: prefetch, TRANS_A: transA, TRANS_B: transB },
+          });
+          let code = header + standIn(SHADERS.matmul_tc_tiled!);
+          // without shader-f16 (SwiftShader) the staged tiles are f32: the same code otherwise
+          if (!gpu.f16) code = code.replace(/\bf16\b/g, 'f32');
+          expect(code).not.toMatch(/subgroup_matrix|subgroupMatrix/);
+          const module = gpu.device.createShaderModule({ code });
+          const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
+          expect(errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`)).toEqual([]);
+          await gpu.device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+        }
+      });
+    }
+  }
+});
