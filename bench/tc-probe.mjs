@@ -2,13 +2,15 @@
 // row): each subgroup multiplies fragments already in registers in ACC independent chains, so nothing but the
 // multiply-accumulates (and how Tint/the driver keep the accumulators) is timed. Variants: accumulators as
 // named variables or as an array indexed in loops; f32 or f16 accumulation; fragments re-loaded from
-// workgroup memory every step or not.   usage (GPU machine): node bench/tc-probe.mjs
+// workgroup memory every step or not. `direct`: a whole f16 x·Wᵀ product (4096^3) whose 2 x 2 subgroups of
+// 4 x 4 named accumulators load their fragments straight from storage, no workgroup memory.
+//   usage (GPU machine): node bench/tc-probe.mjs [registers|direct]
 import { create, globals } from 'webgpu';
 
 Object.assign(globalThis, globals);
 const gpu = create(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia']);
 const adapter = await gpu.requestAdapter();
-const device = await adapter.requestDevice({ requiredFeatures: ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix'] });
+const device = await adapter.requestDevice({ requiredFeatures: ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix'], requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize } });
 device.addEventListener('uncapturederror', (e) => console.log('error', e.error.message));
 
 const ITER = 2048;
@@ -62,6 +64,63 @@ async function time(code, acc) {
   const s = (performance.now() - t0) / 5 / 1e3;
   src.destroy(); out.destroy();
   return (WORKGROUPS * 4 * ITER * acc * 2 * 16 ** 3) / s / 1e12;
+}
+
+const what = process.argv[2] ?? 'registers';
+
+function directShader(K) {
+  const acc = [];
+  for (let i = 0; i < 4; i++) for (let j = 0; j < 4; j++) acc.push([i, j]);
+  return `enable f16;
+enable chromium_experimental_subgroup_matrix;
+alias L = subgroup_matrix_left<f16, 16, 16>;
+alias Rt = subgroup_matrix_right<f16, 16, 16>;
+alias R = subgroup_matrix_result<f32, 16, 16>;
+@group(0) @binding(0) var<storage, read> x: array<f16>;
+@group(0) @binding(1) var<storage, read> w: array<f16>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+const K = ${K}u;
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(subgroup_id) sid: u32) {
+  let N = nwg.x * 128u;
+  let r0 = wid.y * 128u + (sid / 2u) * 64u;
+  let c0 = wid.x * 128u + (sid % 2u) * 64u;
+  ${acc.map(([i, j]) => `var c${i}${j} = R();`).join('\n  ')}
+  for (var k = 0u; k < K; k += 16u) {
+    ${[0, 1, 2, 3].map((i) => `let a${i} = subgroupMatrixLoad<L>(&x, (r0 + ${i * 16}u) * K + k, false, K);`).join('\n    ')}
+    ${[0, 1, 2, 3].map((j) => `let b${j} = subgroupMatrixLoad<Rt>(&w, (c0 + ${j * 16}u) * K + k, true, K);`).join('\n    ')}
+    ${acc.map(([i, j]) => `c${i}${j} = subgroupMatrixMultiplyAccumulate(a${i}, b${j}, c${i}${j});`).join('\n    ')}
+  }
+  ${acc.map(([i, j]) => `subgroupMatrixStore(&y, (r0 + ${i * 16}u) * N + c0 + ${j * 16}u, c${i}${j}, false, N);`).join('\n  ')}
+}`;
+}
+
+async function timeDirect(M, N, K) {
+  const module = device.createShaderModule({ code: directShader(K) });
+  for (const m of (await module.getCompilationInfo()).messages) if (m.type === 'error') { console.log(m.message); return; }
+  const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const buf = (bytes) => device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+  const [x, w, y] = [buf(M * K * 2), buf(N * K * 2), buf(M * N * 4)];
+  const bg = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [x, w, y].map((buffer, binding) => ({ binding, resource: { buffer } })) });
+  const run = async (n) => {
+    const enc = device.createCommandEncoder();
+    for (let i = 0; i < n; i++) { const p = enc.beginComputePass(); p.setPipeline(pipeline); p.setBindGroup(0, bg); p.dispatchWorkgroups(N / 128, M / 128); p.end(); }
+    device.queue.submit([enc.finish()]);
+    await device.queue.onSubmittedWorkDone();
+  };
+  await run(2);
+  const t0 = performance.now();
+  await run(10);
+  const s = (performance.now() - t0) / 10 / 1e3;
+  console.log(`direct ${M}x${N}x${K}: ${((2 * M * N * K) / s / 1e12).toFixed(1)} TFLOP/s`);
+  for (const b of [x, w, y]) b.destroy();
+}
+
+if (what === 'direct') {
+  await timeDirect(4096, 4096, 4096);
+  await timeDirect(8192, 3072, 1024);
+  await timeDirect(8192, 1024, 3072);
+  process.exit(0);
 }
 
 for (const resT of ['f32', 'f16']) {

@@ -1,8 +1,9 @@
 // out[M, N] = alpha·op(a)·op(b) (+ out) on tensor cores, version 3 of the tensor-core matmul
 // (src/kernels/matmul-tc.ts): any M, N, K, either operand transposed, f32 or f16 storage.
 // - Each KT-deep slice of the workgroup's rows of op(a) and columns of op(b) is converted to f16 in
-//   workgroup memory (coalesced loads along the stored-contiguous dimension, zero outside the matrix);
-//   the next slice's loads are issued into registers before the current slice's products (prefetch).
+//   workgroup memory (coalesced loads along the stored-contiguous dimension, vec4 where that dimension is
+//   a multiple of 4, zero outside the matrix); with PREFETCH the next slice's loads are issued into
+//   registers before the current slice's products.
 // - f32 operands arrive with a power-of-two scale per row of op(a) / column of op(b) (shaders/
 //   absmax_scale.wgsl) that brings their largest entry near 2^15, so f16 neither overflows nor flushes
 //   small values (gradients) to zero; the epilogue divides the scales back out, exactly.
@@ -12,13 +13,14 @@
 // - The epilogue passes each fragment through workgroup memory so that bounds checks, the scales, alpha
 //   and accumulation happen per element.
 // Variant consts: SM, SN, SK (the subgroup matrix config), WGM x WGN subgroups, SG (subgroup size), KT
-// (slice depth, a multiple of SK), PREFETCH (load the next slice into registers during this one's
-// products), TRANS_A, TRANS_B; aliases TA, TB (f32 or f16).
+// (slice depth, a multiple of SK), PREFETCH, TRANS_A, TRANS_B, VA, VB (elements per load of a / b: 4 when
+// the stored-contiguous dimension is a multiple of 4, else 1); aliases TA, TB (f32 or f16) and AV, BV
+// (vec4<TA> / TA: what one load reads).
 struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, _p0: u32, _p1: u32, _p2: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> a: array<TA>;
-@group(0) @binding(2) var<storage, read> b: array<TB>;
+@group(0) @binding(1) var<storage, read> a: array<AV>;
+@group(0) @binding(2) var<storage, read> b: array<BV>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 // Scales of op(a)'s rows and op(b)'s columns; an operand that needs none (f16) binds a single 1.0.
 @group(0) @binding(4) var<storage, read> scaleA: array<f32>;
@@ -42,22 +44,23 @@ const LDA = select(KT + PAD, BM + PAD, TRANS_A);
 const LDB = select(BN + PAD, KT + PAD, TRANS_B);
 const A_TILE = select(BM, KT, TRANS_A) * LDA;
 const B_TILE = select(KT, BN, TRANS_B) * LDB;
-const EA = BM * KT / THREADS;  // elements of the op(a) slice each thread loads
-const EB = BN * KT / THREADS;
+const UA = BM * KT / (VA * THREADS);  // loads of the op(a) slice each thread makes
+const UB = BN * KT / (VB * THREADS);
 const FRAG = SM * SN;
 
 var<workgroup> tileA: array<f16, A_TILE>;
 var<workgroup> tileB: array<f16, B_TILE>;
 var<workgroup> tileC: array<f32, WGM * WGN * FRAG>;
 
-// Row (of op(a)) and depth of the e-th element of a slice, so that consecutive e are consecutive in memory.
-fn aCoord(e: u32) -> vec2u {
-  if (TRANS_A) { return vec2u(e % BM, e / BM); }
-  return vec2u(e / KT, e % KT);
+// Row (of op(a)) and depth of the first element of the u-th load of a slice; consecutive u read
+// consecutive memory (along K for a [M, K], along M for a [K, M]).
+fn aCoord(u: u32) -> vec2u {
+  if (TRANS_A) { return vec2u((u % (BM / VA)) * VA, u / (BM / VA)); }
+  return vec2u(u / (KT / VA), (u % (KT / VA)) * VA);
 }
-fn bCoord(e: u32) -> vec2u {  // (column of op(b), depth)
-  if (TRANS_B) { return vec2u(e / KT, e % KT); }
-  return vec2u(e % BN, e / BN);
+fn bCoord(u: u32) -> vec2u {  // (column of op(b), depth)
+  if (TRANS_B) { return vec2u(u / (KT / VB), (u % (KT / VB)) * VB); }
+  return vec2u((u % (BN / VB)) * VB, u / (BN / VB));
 }
 fn aAt(r: u32, k: u32) -> u32 { return select(r * LDA + k, k * LDA + r, TRANS_A); }
 fn bAt(c: u32, k: u32) -> u32 { return select(k * LDB + c, c * LDB + k, TRANS_B); }
@@ -66,19 +69,47 @@ fn bAt(c: u32, k: u32) -> u32 { return select(k * LDB + c, c * LDB + k, TRANS_B)
 fn scaleOfA(row: u32) -> f32 { return scaleA[min(min(row, p.M - 1u), arrayLength(&scaleA) - 1u)]; }
 fn scaleOfB(col: u32) -> f32 { return scaleB[min(min(col, p.N - 1u), arrayLength(&scaleB) - 1u)]; }
 
-fn loadA(row: u32, k: u32) -> f32 {
-  if (row >= p.M || k >= p.K) { return 0.0; }
-  return f32(a[select(row * p.K + k, k * p.M + row, TRANS_A)]);
+// VA (or VB) consecutive elements from (row, k) on; zeros outside the matrix (a load is all in or all out:
+// the contiguous dimension is a multiple of VA).
+fn loadA(row: u32, k: u32) -> vec4f {
+  if (row >= p.M || k >= p.K) { return vec4f(0.0); }
+  return vec4f(vec4<TA>(a[select(row * p.K + k, k * p.M + row, TRANS_A) / VA]));  // a vec4, or a scalar splat
 }
-fn loadB(col: u32, k: u32) -> f32 {
-  if (col >= p.N || k >= p.K) { return 0.0; }
-  return f32(b[select(k * p.N + col, col * p.K + k, TRANS_B)]);
+fn loadB(col: u32, k: u32) -> vec4f {
+  if (col >= p.N || k >= p.K) { return vec4f(0.0); }
+  return vec4f(vec4<TB>(b[select(k * p.N + col, col * p.K + k, TRANS_B) / VB]));
 }
 
-// This thread's elements of the slice of op(a) and op(b) at depth k0.
-fn fetch(ra: ptr<function, array<f32, EA>>, rb: ptr<function, array<f32, EB>>, row0: u32, col0: u32, k0: u32, lid: u32) {
-  for (var i = 0u; i < EA; i++) { let c = aCoord(lid + i * THREADS); (*ra)[i] = loadA(row0 + c.x, k0 + c.y); }
-  for (var i = 0u; i < EB; i++) { let c = bCoord(lid + i * THREADS); (*rb)[i] = loadB(col0 + c.x, k0 + c.y); }
+// Scales of the VA rows a load covers (one row repeated when it runs along K).
+fn scalesA(row: u32) -> vec4f {
+  if (TRANS_A) { return vec4f(scaleOfA(row), scaleOfA(row + 1u), scaleOfA(row + 2u), scaleOfA(row + 3u)); }
+  return vec4f(scaleOfA(row));
+}
+fn scalesB(col: u32) -> vec4f {
+  if (TRANS_B) { return vec4f(scaleOfB(col)); }
+  return vec4f(scaleOfB(col), scaleOfB(col + 1u), scaleOfB(col + 2u), scaleOfB(col + 3u));
+}
+
+// This thread's loads of the slice of op(a) and op(b) at depth k0.
+fn fetch(ra: ptr<function, array<vec4f, UA>>, rb: ptr<function, array<vec4f, UB>>, row0: u32, col0: u32, k0: u32, lid: u32) {
+  for (var i = 0u; i < UA; i++) { let c = aCoord(lid + i * THREADS); (*ra)[i] = loadA(row0 + c.x, k0 + c.y); }
+  for (var i = 0u; i < UB; i++) { let c = bCoord(lid + i * THREADS); (*rb)[i] = loadB(col0 + c.x, k0 + c.y); }
+}
+
+// Converts this thread's loads to f16 in the staged tiles, scaled.
+fn stage(ra: ptr<function, array<vec4f, UA>>, rb: ptr<function, array<vec4f, UB>>, sa: ptr<function, array<vec4f, UA>>, sb: ptr<function, array<vec4f, UB>>, lid: u32) {
+  for (var i = 0u; i < UA; i++) {
+    let c = aCoord(lid + i * THREADS);
+    let v = (*ra)[i] * (*sa)[i];
+    let at = aAt(c.x, c.y);  // the VA elements of a load are consecutive in the tile too
+    for (var t = 0u; t < VA; t++) { tileA[at + t] = f16(v[t]); }
+  }
+  for (var i = 0u; i < UB; i++) {
+    let c = bCoord(lid + i * THREADS);
+    let v = (*rb)[i] * (*sb)[i];
+    let at = bAt(c.x, c.y);
+    for (var t = 0u; t < VB; t++) { tileB[at + t] = f16(v[t]); }
+  }
 }
 
 // Writes the fragment a subgroup just stored at tileC[mine..] to out at (row, col), element by element.
@@ -106,16 +137,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   let c0 = (sid % WGN) * TN * SN;
 
   // Per-thread scales of the rows / columns it loads: the same for every slice.
-  var sa: array<f32, EA>;
-  var sb: array<f32, EB>;
-  for (var i = 0u; i < EA; i++) {
-    let row = row0 + aCoord(lid + i * THREADS).x;
-    sa[i] = scaleOfA(row);
-  }
-  for (var i = 0u; i < EB; i++) {
-    let col = col0 + bCoord(lid + i * THREADS).x;
-    sb[i] = scaleOfB(col);
-  }
+  var sa: array<vec4f, UA>;
+  var sb: array<vec4f, UB>;
+  for (var i = 0u; i < UA; i++) { sa[i] = scalesA(row0 + aCoord(lid + i * THREADS).x); }
+  for (var i = 0u; i < UB; i++) { sb[i] = scalesB(col0 + bCoord(lid + i * THREADS).x); }
 
   var c00 = Acc();
   var c01 = Acc();
@@ -133,15 +158,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   var c31 = Acc();
   var c32 = Acc();
   var c33 = Acc();
-  var ra: array<f32, EA>;
-  var rb: array<f32, EB>;
+  var ra: array<vec4f, UA>;
+  var rb: array<vec4f, UB>;
   if (PREFETCH) { fetch(&ra, &rb, row0, col0, 0u, lid); }
 
   for (var k0 = 0u; k0 < p.K; k0 += KT) {
     workgroupBarrier();  // the previous slice's fragments are loaded
     if (!PREFETCH) { fetch(&ra, &rb, row0, col0, k0, lid); }
-    for (var i = 0u; i < EA; i++) { let c = aCoord(lid + i * THREADS); tileA[aAt(c.x, c.y)] = f16(ra[i] * sa[i]); }
-    for (var i = 0u; i < EB; i++) { let c = bCoord(lid + i * THREADS); tileB[bAt(c.x, c.y)] = f16(rb[i] * sb[i]); }
+    stage(&ra, &rb, &sa, &sb, lid);
     workgroupBarrier();
     if (PREFETCH && k0 + KT < p.K) { fetch(&ra, &rb, row0, col0, k0 + KT, lid); }
     for (var kk = 0u; kk < KT; kk += SK) {

@@ -98,7 +98,7 @@ export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultT
     .sort((x, y) => y.M * y.N * y.K - x.M * x.N * x.K)[0];
   if (!config) return `no subgroup matrix config fits tile ${tile}`;
   const [bm, bn] = [t.wgm * FRAGS * config.M, t.wgn * FRAGS * config.N];
-  if ((bm * t.kt) % threads || (bn * t.kt) % threads) return `tile ${tile} does not divide among ${threads} threads`;
+  if ((bm * t.kt) % (4 * threads) || (bn * t.kt) % (4 * threads)) return `tile ${tile} does not divide among ${threads} threads`;
   if (threads > gpu.limits.maxComputeInvocationsPerWorkgroup) return `tile ${tile} needs ${threads} invocations`;
   const bytes = tcTileBytes(t, s, config);
   if (bytes > gpu.limits.maxComputeWorkgroupStorageSize) return `tile ${tile} needs ${bytes} bytes of workgroup memory (limit ${gpu.limits.maxComputeWorkgroupStorageSize})`;
@@ -143,12 +143,15 @@ export function dispatchTensorCore(gpu: Gpu, plan: TcPlan, a: Tensor, b: Tensor,
   const { M: SM, N: SN, K: SK } = plan.config;
   const sa = a.dtype === 'f32' ? absmaxScales(gpu, a, s.M, s.K, s.transA, `${label}.scale_a`) : null;
   const sb = b.dtype === 'f32' ? absmaxScales(gpu, b, s.N, s.K, !s.transB, `${label}.scale_b`) : null;
+  // vec4 loads where the stored-contiguous dimension allows
+  const VA = (s.transA ? s.M : s.K) % 4 === 0 ? 4 : 1;
+  const VB = (s.transB ? s.K : s.N) % 4 === 0 ? 4 : 1;
   gpu.dispatch({
     shader: 'matmul_tc_tiled',
     variant: {
       enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
-      aliases: { TA: a.dtype, TB: b.dtype },
-      consts: { SM, SN, SK, WGM: t.wgm, WGN: t.wgn, SG: plan.subgroupSize, KT: t.kt, PREFETCH: t.prefetch, TRANS_A: s.transA, TRANS_B: s.transB },
+      aliases: { TA: a.dtype, TB: b.dtype, AV: VA === 4 ? `vec4<${a.dtype}>` : a.dtype, BV: VB === 4 ? `vec4<${b.dtype}>` : b.dtype },
+      consts: { SM, SN, SK, WGM: t.wgm, WGN: t.wgn, SG: plan.subgroupSize, KT: t.kt, PREFETCH: t.prefetch, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB },
     },
     uniforms: new Uniforms().u32(s.M).u32(s.N).u32(s.K).u32(accumulate ? 1 : 0).f32(alpha).u32(0).u32(0).u32(0),
     bindings: [a, b, out, sa ?? one(gpu), sb ?? one(gpu)],
