@@ -3,7 +3,7 @@
 # checkpoints' logits and LoRA gradients with every matmul on tensor cores against Hugging Face/PEFT
 # (bench/tc-parity.py), the matmul_tc rows of `troupe bench kernels` (each verified on sampled entries) with
 # PyTorch's bf16 rows of the same shapes, then prefill and the LoRA training step with tensor cores (auto)
-# and without (TROUPE_MATMUL=f32), and with Dawn's robustness off. Carry [".device/gl", ".device/node",
+# and without (TROUPE_MATMUL=f32). Carry [".device/gl", ".device/node",
 # ".device/dist"] (bench/run-h200.sh says how to build them).
 source .device/gl/env.sh; export PATH=$PWD/.device/node/bin:$PATH
 T="node .device/dist/troupe.mjs"
@@ -27,6 +27,3 @@ for mode in auto f32; do
   TROUPE_MATMUL=$mode timeout 100 $T bench model --filter prefill --json 2>&1 | grep '^{' | cut -c1-160
   TROUPE_MATMUL=$mode timeout 100 $T bench training --json 2>&1 | grep '^{' | cut -c1-160
 done
-echo "== TROUPE_MATMUL=auto TROUPE_DAWN_ROBUSTNESS=off"
-TROUPE_DAWN_ROBUSTNESS=off timeout 100 $T bench training --json 2>&1 | grep '^{' | cut -c1-160
-TROUPE_DAWN_ROBUSTNESS=off timeout 60 $T bench kernels --filter matmul_tc_f16w_xWt_8192 --json 2>&1 | grep '^{' | cut -c1-160
