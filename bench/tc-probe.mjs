@@ -4,7 +4,9 @@
 // named variables or as an array indexed in loops; f32 or f16 accumulation; fragments re-loaded from
 // workgroup memory every step or not. `direct`: a whole f16 x·Wᵀ product (4096^3) whose 2 x 2 subgroups of
 // 4 x 4 named accumulators load their fragments straight from storage, no workgroup memory.
-//   usage (GPU machine): node bench/tc-probe.mjs [registers|direct]
+// `parts`: shaders/matmul_tc_tiled.wgsl at 8192x3072x1024 (f32 x, f16 W), whole and with its workgroup-memory
+// fill, its products or its epilogue cut out, to see which part costs the time.
+//   usage (GPU machine): node bench/tc-probe.mjs [registers|direct|parts]
 import { create, globals } from 'webgpu';
 
 Object.assign(globalThis, globals);
@@ -114,6 +116,54 @@ async function timeDirect(M, N, K) {
   const s = (performance.now() - t0) / 10 / 1e3;
   console.log(`direct ${M}x${N}x${K}: ${((2 * M * N * K) / s / 1e12).toFixed(1)} TFLOP/s`);
   for (const b of [x, w, y]) b.destroy();
+}
+
+async function timeParts(M, N, K) {
+  const { readFileSync } = await import('node:fs');
+  const source = readFileSync(new URL('../shaders/matmul_tc_tiled.wgsl', import.meta.url), 'utf8');
+  const header = `enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\nalias TA = f32;\nalias TB = f16;\nalias AV = vec4<f32>;\nalias BV = vec4<f16>;\n` +
+    `const SM = 16;\nconst SN = 16;\nconst SK = 16;\nconst WGM = 2;\nconst WGN = 2;\nconst SG = 32;\nconst KT = 32;\nconst TRANS_A = false;\nconst TRANS_B = true;\nconst VA = 4;\nconst VB = 4;\n`;
+  const variants = {
+    whole: source,
+    'no fill': source.replace(/\n    fill\(row0, col0, k0, lid\);/, ''),
+    'no products': source.replace(/\n      c\d\d = subgroupMatrixMultiplyAccumulate\([^;]*;/g, ''),
+    'no epilogue': source.replace(/\n  emit\([^;]*;/g, ''),
+    'no barriers in the K loop': source.replace(/\n    workgroupBarrier\(\);  \/\/ the previous[^\n]*/, '').replace(/(fill\(row0, col0, k0, lid\);)\n    workgroupBarrier\(\);/, '$1'),
+  };
+  const buf = (bytes) => device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.UNIFORM });
+  const [a, w, y, one, params] = [buf(M * K * 4), buf(N * K * 2), buf(M * N * 4), buf(4), buf(32)];
+  device.queue.writeBuffer(one, 0, new Float32Array([1]));
+  const pv = new DataView(new ArrayBuffer(32));
+  [M, N, K, 0].forEach((v, i) => pv.setUint32(4 * i, v, true));
+  pv.setFloat32(16, 1, true);
+  device.queue.writeBuffer(params, 0, pv.buffer);
+  for (const [name, body] of Object.entries(variants)) {
+    if (name !== 'whole' && body === source) { console.log(`parts: ${name}: pattern not found`); continue; }
+    const module = device.createShaderModule({ code: header + body });
+    const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
+    if (errors.length) { console.log(`parts: ${name}: ${errors[0].message}`); continue; }
+    const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+    const layout = pipeline.getBindGroupLayout(0);
+    const entries = [params, a, w, y, one, one].map((buffer, binding) => ({ binding, resource: binding === 0 ? { buffer, size: 32 } : { buffer } }));
+    const bg = device.createBindGroup({ layout, entries });
+    const run = async (n) => {
+      const enc = device.createCommandEncoder();
+      for (let i = 0; i < n; i++) { const p = enc.beginComputePass(); p.setPipeline(pipeline); p.setBindGroup(0, bg); p.dispatchWorkgroups(N / 128, M / 128); p.end(); }
+      device.queue.submit([enc.finish()]);
+      await device.queue.onSubmittedWorkDone();
+    };
+    await run(2);
+    const t0 = performance.now();
+    await run(20);
+    const s = (performance.now() - t0) / 20 / 1e3;
+    console.log(`parts ${M}x${N}x${K} ${name.padEnd(26)} ${(s * 1e6).toFixed(0).padStart(6)} us  (${((2 * M * N * K) / s / 1e12).toFixed(1)} TFLOP/s equivalent)`);
+  }
+}
+
+if (what === 'parts') {
+  await timeParts(8192, 3072, 1024);
+  await timeParts(4096, 4096, 4096);
+  process.exit(0);
 }
 
 if (what === 'direct') {

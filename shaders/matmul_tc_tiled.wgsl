@@ -2,8 +2,7 @@
 // (src/kernels/matmul-tc.ts): any M, N, K, either operand transposed, f32 or f16 storage.
 // - Each KT-deep slice of the workgroup's rows of op(a) and columns of op(b) is converted to f16 in
 //   workgroup memory (coalesced loads along the stored-contiguous dimension, vec4 where that dimension is
-//   a multiple of 4, zero outside the matrix); with PREFETCH the next slice's loads are issued into
-//   registers before the current slice's products.
+//   a multiple of 4, zero outside the matrix).
 // - f32 operands arrive with a power-of-two scale per row of op(a) / column of op(b) (shaders/
 //   absmax_scale.wgsl) that brings their largest entry near 2^15, so f16 neither overflows nor flushes
 //   small values (gradients) to zero; the epilogue divides the scales back out, exactly.
@@ -13,7 +12,7 @@
 // - The epilogue passes each fragment through workgroup memory so that bounds checks, the scales, alpha
 //   and accumulation happen per element.
 // Variant consts: SM, SN, SK (the subgroup matrix config), WGM x WGN subgroups, SG (subgroup size), KT
-// (slice depth, a multiple of SK), PREFETCH, TRANS_A, TRANS_B, VA, VB (elements per load of a / b: 4 when
+// (slice depth, a multiple of SK), TRANS_A, TRANS_B, VA, VB (elements per load of a / b: 4 when
 // the stored-contiguous dimension is a multiple of 4, else 1); aliases TA, TB (f32 or f16) and AV, BV
 // (vec4<TA> / TA: what one load reads).
 struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, _p0: u32, _p1: u32, _p2: u32 }
@@ -90,25 +89,23 @@ fn scalesB(col: u32) -> vec4f {
   return vec4f(scaleOfB(col), scaleOfB(col + 1u), scaleOfB(col + 2u), scaleOfB(col + 3u));
 }
 
-// This thread's loads of the slice of op(a) and op(b) at depth k0.
-fn fetch(ra: ptr<function, array<vec4f, UA>>, rb: ptr<function, array<vec4f, UB>>, row0: u32, col0: u32, k0: u32, lid: u32) {
-  for (var i = 0u; i < UA; i++) { let c = aCoord(lid + i * THREADS); (*ra)[i] = loadA(row0 + c.x, k0 + c.y); }
-  for (var i = 0u; i < UB; i++) { let c = bCoord(lid + i * THREADS); (*rb)[i] = loadB(col0 + c.x, k0 + c.y); }
-}
-
-// Converts this thread's loads to f16 in the staged tiles, scaled.
-fn stage(ra: ptr<function, array<vec4f, UA>>, rb: ptr<function, array<vec4f, UB>>, sa: ptr<function, array<vec4f, UA>>, sb: ptr<function, array<vec4f, UB>>, lid: u32) {
+// Stages this thread's share of the KT-deep slice at depth k0: loads, scales, converts to f16, stores.
+// Load and store sit in one loop with no register arrays between them (arrays of prefetched values were
+// slower on the H200: bench/RESULTS.md).
+fn fill(row0: u32, col0: u32, k0: u32, lid: u32) {
   for (var i = 0u; i < UA; i++) {
     let c = aCoord(lid + i * THREADS);
-    let v = (*ra)[i] * (*sa)[i];
+    let v = loadA(row0 + c.x, k0 + c.y) * scalesA(row0 + c.x);
     let at = aAt(c.x, c.y);  // the VA elements of a load are consecutive in the tile too
-    for (var t = 0u; t < VA; t++) { tileA[at + t] = f16(v[t]); }
+    tileA[at] = f16(v.x);
+    if (VA == 4) { tileA[at + 1u] = f16(v.y); tileA[at + 2u] = f16(v.z); tileA[at + 3u] = f16(v.w); }
   }
   for (var i = 0u; i < UB; i++) {
     let c = bCoord(lid + i * THREADS);
-    let v = (*rb)[i] * (*sb)[i];
+    let v = loadB(col0 + c.x, k0 + c.y) * scalesB(col0 + c.x);
     let at = bAt(c.x, c.y);
-    for (var t = 0u; t < VB; t++) { tileB[at + t] = f16(v[t]); }
+    tileB[at] = f16(v.x);
+    if (VB == 4) { tileB[at + 1u] = f16(v.y); tileB[at + 2u] = f16(v.z); tileB[at + 3u] = f16(v.w); }
   }
 }
 
@@ -136,12 +133,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   let r0 = (sid / WGN) * TM * SM;  // this subgroup's fragments within the workgroup tile
   let c0 = (sid % WGN) * TN * SN;
 
-  // Per-thread scales of the rows / columns it loads: the same for every slice.
-  var sa: array<vec4f, UA>;
-  var sb: array<vec4f, UB>;
-  for (var i = 0u; i < UA; i++) { sa[i] = scalesA(row0 + aCoord(lid + i * THREADS).x); }
-  for (var i = 0u; i < UB; i++) { sb[i] = scalesB(col0 + bCoord(lid + i * THREADS).x); }
-
   var c00 = Acc();
   var c01 = Acc();
   var c02 = Acc();
@@ -158,16 +149,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   var c31 = Acc();
   var c32 = Acc();
   var c33 = Acc();
-  var ra: array<vec4f, UA>;
-  var rb: array<vec4f, UB>;
-  if (PREFETCH) { fetch(&ra, &rb, row0, col0, 0u, lid); }
 
   for (var k0 = 0u; k0 < p.K; k0 += KT) {
     workgroupBarrier();  // the previous slice's fragments are loaded
-    if (!PREFETCH) { fetch(&ra, &rb, row0, col0, k0, lid); }
-    stage(&ra, &rb, &sa, &sb, lid);
+    fill(row0, col0, k0, lid);
     workgroupBarrier();
-    if (PREFETCH && k0 + KT < p.K) { fetch(&ra, &rb, row0, col0, k0 + KT, lid); }
     for (var kk = 0u; kk < KT; kk += SK) {
       let a0 = subgroupMatrixLoad<Left>(&tileA, aAt(r0, kk), TRANS_A, LDA);
       let a1 = subgroupMatrixLoad<Left>(&tileA, aAt(r0 + 1u * SM, kk), TRANS_A, LDA);

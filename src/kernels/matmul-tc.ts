@@ -12,25 +12,24 @@ import { Uniforms, u32s } from '../gpu/uniforms.ts';
 import { ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
 
-/** A workgroup tile: wgm x wgn subgroups of 4 x 4 fragments each (64 x 64 outputs with 16 x 16 fragments),
- * kt-deep slices of op(a)/op(b) in workgroup memory, the next slice prefetched into registers or not. */
+/** A workgroup tile: wgm x wgn subgroups of 4 x 4 fragments each (64 x 64 outputs with 16 x 16 fragments)
+ * and kt-deep slices of op(a)/op(b) in workgroup memory. */
 export interface TcTile {
   wgm: number;
   wgn: number;
   kt: number;
-  prefetch: boolean;
 }
 
-/** Named by their outputs with 16 x 16 fragments (the H200's), k<slice depth>, p: prefetch. */
+/** Named by their outputs with 16 x 16 fragments (the H200's) and k<slice depth>. */
 export const TC_TILES = {
-  '128x128k32p': { wgm: 2, wgn: 2, kt: 32, prefetch: true },
-  '128x128k32': { wgm: 2, wgn: 2, kt: 32, prefetch: false },
-  '128x128k16p': { wgm: 2, wgn: 2, kt: 16, prefetch: true },
-  '128x256k32p': { wgm: 2, wgn: 4, kt: 32, prefetch: true },
-  '256x128k32p': { wgm: 4, wgn: 2, kt: 32, prefetch: true },
-  '64x128k32p': { wgm: 1, wgn: 2, kt: 32, prefetch: true },
-  '128x64k32p': { wgm: 2, wgn: 1, kt: 32, prefetch: true },
-  '64x64k32p': { wgm: 1, wgn: 1, kt: 32, prefetch: true },
+  '128x128k32': { wgm: 2, wgn: 2, kt: 32 },
+  '128x128k16': { wgm: 2, wgn: 2, kt: 16 },
+  '128x128k64': { wgm: 2, wgn: 2, kt: 64 },
+  '128x256k32': { wgm: 2, wgn: 4, kt: 32 },
+  '256x128k32': { wgm: 4, wgn: 2, kt: 32 },
+  '64x128k32': { wgm: 1, wgn: 2, kt: 32 },
+  '128x64k32': { wgm: 2, wgn: 1, kt: 32 },
+  '64x64k32': { wgm: 1, wgn: 1, kt: 32 },
 } as const satisfies Record<string, TcTile>;
 export type TcTileName = keyof typeof TC_TILES;
 
@@ -79,10 +78,10 @@ export function tensorCoreUnavailable(gpu: Gpu): string | null {
 /** The default tile for an M x N product: the largest whose workgroups still cover a big GPU (132 SMs on an H200). */
 export function defaultTcTile(M: number, N: number): TcTileName {
   const enough = (bm: number, bn: number) => ceilDiv(M, bm) * ceilDiv(N, bn) >= 128;
-  if (enough(128, 128)) return '128x128k32p';
-  if (enough(64, 128) && N >= M) return '64x128k32p';
-  if (enough(128, 64)) return '128x64k32p';
-  return '64x64k32p';
+  if (enough(128, 128)) return '128x128k32';
+  if (enough(64, 128) && N >= M) return '64x128k32';
+  if (enough(128, 64)) return '128x64k32';
+  return '64x64k32';
 }
 
 /** How a product runs on tensor cores here, or the reason it cannot. */
@@ -151,7 +150,7 @@ export function dispatchTensorCore(gpu: Gpu, plan: TcPlan, a: Tensor, b: Tensor,
     variant: {
       enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
       aliases: { TA: a.dtype, TB: b.dtype, AV: VA === 4 ? `vec4<${a.dtype}>` : a.dtype, BV: VB === 4 ? `vec4<${b.dtype}>` : b.dtype },
-      consts: { SM, SN, SK, WGM: t.wgm, WGN: t.wgn, SG: plan.subgroupSize, KT: t.kt, PREFETCH: t.prefetch, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB },
+      consts: { SM, SN, SK, WGM: t.wgm, WGN: t.wgn, SG: plan.subgroupSize, KT: t.kt, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB },
     },
     uniforms: new Uniforms().u32(s.M).u32(s.N).u32(s.K).u32(accumulate ? 1 : 0).f32(alpha).u32(0).u32(0).u32(0),
     bindings: [a, b, out, sa ?? one(gpu), sb ?? one(gpu)],

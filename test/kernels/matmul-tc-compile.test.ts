@@ -32,15 +32,15 @@ function standIn(source: string): string {
 describe('matmul_tc_tiled compiles', () => {
   for (const [transA, transB] of [[false, true], [false, false], [true, false], [true, true]] as const) {
     for (const t of ['f32', 'f16'] as const) {
-      it(`${transA ? 'aᵀ' : 'a'}·${transB ? 'bᵀ' : 'b'}, ${t} operands, with and without prefetch, vec4 and scalar loads`, async (ctx) => {
+      it(`${transA ? 'aᵀ' : 'a'}·${transB ? 'bᵀ' : 'b'}, ${t} operands, vec4 and scalar loads`, async (ctx) => {
         const gpu = await testGpu();
         if (t === 'f16' && !gpu.f16) return ctx.skip();
-        for (const [prefetch, v] of [[true, 4], [false, 4], [true, 1]] as const) {
+        for (const v of [4, 1] as const) {
           const [ta, tb] = gpu.f16 ? [t, 'f16'] : ['f32', 'f32'];
           const header = variantHeader({
             enables: gpu.f16 ? ['f16'] : [],
             aliases: { TA: ta, TB: tb, AV: v === 4 ? `vec4<${ta}>` : ta, BV: v === 4 ? `vec4<${tb}>` : tb },
-            consts: { SM: 16, SN: 16, SK: 16, WGM: 1, WGN: 2, SG: 32, KT: 32, PREFETCH: prefetch, TRANS_A: transA, TRANS_B: transB, VA: v, VB: v },
+            consts: { SM: 16, SN: 16, SK: 16, WGM: 1, WGN: 2, SG: 32, KT: 32, TRANS_A: transA, TRANS_B: transB, VA: v, VB: v },
           });
           let code = header + standIn(SHADERS.matmul_tc_tiled!);
           // without shader-f16 (SwiftShader) the staged tiles are f32: the same code otherwise
