@@ -122,13 +122,13 @@ async function timeParts(M, N, K) {
   const { readFileSync } = await import('node:fs');
   const source = readFileSync(new URL('../shaders/matmul_tc_tiled.wgsl', import.meta.url), 'utf8');
   const header = `enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\nalias TA = f32;\nalias TB = f16;\nalias AV = vec4<f32>;\nalias BV = vec4<f16>;\n` +
-    `const SM = 16;\nconst SN = 16;\nconst SK = 16;\nconst WGM = 2;\nconst WGN = 2;\nconst SG = 32;\nconst KT = 32;\nconst TRANS_A = false;\nconst TRANS_B = true;\nconst VA = 4;\nconst VB = 4;\n`;
+    `const SM = 16;\nconst SN = 16;\nconst SK = 16;\nconst WGM = 2;\nconst WGN = 2;\nconst SG = 32;\nconst KT = 16;\nconst TRANS_A = false;\nconst TRANS_B = true;\nconst VA = 4;\nconst VB = 4;\n`;
   const variants = {
     whole: source,
-    'no fill': source.replace(/\n    fill\(row0, col0, k0, lid\);/, ''),
+    'no fill': source.replace(/if \(NAMED\) \{ stage\(lid\); \}/, 'if (NAMED) { }').replace(/if \(NAMED && k0 \+ KT < p\.K\) \{ fetch\(row0, col0, k0 \+ KT, lid\); \}/, ''),
     'no products': source.replace(/\n      c\d\d = subgroupMatrixMultiplyAccumulate\([^;]*;/g, ''),
     'no epilogue': source.replace(/\n  emit\([^;]*;/g, ''),
-    'no barriers in the K loop': source.replace(/\n    workgroupBarrier\(\);  \/\/ the previous[^\n]*/, '').replace(/(fill\(row0, col0, k0, lid\);)\n    workgroupBarrier\(\);/, '$1'),
+    'no barriers in the K loop': source.replace(/\n    workgroupBarrier\(\);  \/\/ the previous[^\n]*/, '').replace(/(fillScalar\(row0, col0, k0, lid\); \})\n    workgroupBarrier\(\);/, '$1'),
   };
   const buf = (bytes) => device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.UNIFORM });
   const [a, w, y, one, params] = [buf(M * K * 4), buf(N * K * 2), buf(M * N * 4), buf(4), buf(32)];

@@ -2,7 +2,8 @@
 // (src/kernels/matmul-tc.ts): any M, N, K, either operand transposed, f32 or f16 storage.
 // - Each KT-deep slice of the workgroup's rows of op(a) and columns of op(b) is converted to f16 in
 //   workgroup memory (coalesced loads along the stored-contiguous dimension, vec4 where that dimension is
-//   a multiple of 4, zero outside the matrix).
+//   a multiple of 4, zero outside the matrix); with vec4 loads the next slice is fetched into registers
+//   while the current one is multiplied.
 // - f32 operands arrive with a power-of-two scale per row of op(a) / column of op(b) (shaders/
 //   absmax_scale.wgsl) that brings their largest entry near 2^15, so f16 neither overflows nor flushes
 //   small values (gradients) to zero; the epilogue divides the scales back out, exactly.
@@ -89,24 +90,75 @@ fn scalesB(col: u32) -> vec4f {
   return vec4f(scaleOfB(col), scaleOfB(col + 1u), scaleOfB(col + 2u), scaleOfB(col + 3u));
 }
 
-// Stages this thread's share of the KT-deep slice at depth k0: loads, scales, converts to f16, stores.
-// Load and store sit in one loop with no register arrays between them (arrays of prefetched values were
-// slower on the H200: bench/RESULTS.md).
-fn fill(row0: u32, col0: u32, k0: u32, lid: u32) {
-  for (var i = 0u; i < UA; i++) {
-    let c = aCoord(lid + i * THREADS);
-    let v = loadA(row0 + c.x, k0 + c.y) * scalesA(row0 + c.x);
-    let at = aAt(c.x, c.y);  // the VA elements of a load are consecutive in the tile too
-    tileA[at] = f16(v.x);
-    if (VA == 4) { tileA[at + 1u] = f16(v.y); tileA[at + 2u] = f16(v.z); tileA[at + 3u] = f16(v.w); }
-  }
-  for (var i = 0u; i < UB; i++) {
-    let c = bCoord(lid + i * THREADS);
-    let v = loadB(col0 + c.x, k0 + c.y) * scalesB(col0 + c.x);
-    let at = bAt(c.x, c.y);
-    tileB[at] = f16(v.x);
-    if (VB == 4) { tileB[at + 1u] = f16(v.y); tileB[at + 2u] = f16(v.z); tileB[at + 3u] = f16(v.w); }
-  }
+// The u-th load of this thread's share of the slice at depth k0, scaled (VA or VB elements in a vec4).
+fn loadUnitA(u: u32, row0: u32, k0: u32, lid: u32) -> vec4f {
+  let c = aCoord(lid + u * THREADS);
+  return loadA(row0 + c.x, k0 + c.y) * scalesA(row0 + c.x);
+}
+fn loadUnitB(u: u32, col0: u32, k0: u32, lid: u32) -> vec4f {
+  let c = bCoord(lid + u * THREADS);
+  return loadB(col0 + c.x, k0 + c.y) * scalesB(col0 + c.x);
+}
+// ... converted to f16 in the staged tile (the VA elements of a load are consecutive there too).
+fn stageUnitA(u: u32, v: vec4f, lid: u32) {
+  let c = aCoord(lid + u * THREADS);
+  let at = aAt(c.x, c.y);
+  tileA[at] = f16(v.x);
+  if (VA == 4) { tileA[at + 1u] = f16(v.y); tileA[at + 2u] = f16(v.z); tileA[at + 3u] = f16(v.w); }
+}
+fn stageUnitB(u: u32, v: vec4f, lid: u32) {
+  let c = bCoord(lid + u * THREADS);
+  let at = bAt(c.x, c.y);
+  tileB[at] = f16(v.x);
+  if (VB == 4) { tileB[at + 1u] = f16(v.y); tileB[at + 2u] = f16(v.z); tileB[at + 3u] = f16(v.w); }
+}
+
+// With vec4 loads (NAMED: UA, UB in 1, 2, 4, 8) the next slice is loaded into these named registers while
+// the current one is multiplied; a loop over an array of them is slower (arrays of prefetched values, and
+// loops whose every load waits before its store, measured on the H200: bench/RESULTS.md).
+const NAMED = VA == 4u && VB == 4u;
+const_assert !NAMED || ((UA == 1u || UA == 2u || UA == 4u || UA == 8u) && (UB == 1u || UB == 2u || UB == 4u || UB == 8u));
+var<private> va0: vec4f;
+var<private> va1: vec4f;
+var<private> va2: vec4f;
+var<private> va3: vec4f;
+var<private> va4: vec4f;
+var<private> va5: vec4f;
+var<private> va6: vec4f;
+var<private> va7: vec4f;
+var<private> vb0: vec4f;
+var<private> vb1: vec4f;
+var<private> vb2: vec4f;
+var<private> vb3: vec4f;
+var<private> vb4: vec4f;
+var<private> vb5: vec4f;
+var<private> vb6: vec4f;
+var<private> vb7: vec4f;
+fn fetch(row0: u32, col0: u32, k0: u32, lid: u32) {
+  va0 = loadUnitA(0u, row0, k0, lid);
+  if (UA > 1u) { va1 = loadUnitA(1u, row0, k0, lid); }
+  if (UA > 2u) { va2 = loadUnitA(2u, row0, k0, lid); va3 = loadUnitA(3u, row0, k0, lid); }
+  if (UA > 4u) { va4 = loadUnitA(4u, row0, k0, lid); va5 = loadUnitA(5u, row0, k0, lid); va6 = loadUnitA(6u, row0, k0, lid); va7 = loadUnitA(7u, row0, k0, lid); }
+  vb0 = loadUnitB(0u, col0, k0, lid);
+  if (UB > 1u) { vb1 = loadUnitB(1u, col0, k0, lid); }
+  if (UB > 2u) { vb2 = loadUnitB(2u, col0, k0, lid); vb3 = loadUnitB(3u, col0, k0, lid); }
+  if (UB > 4u) { vb4 = loadUnitB(4u, col0, k0, lid); vb5 = loadUnitB(5u, col0, k0, lid); vb6 = loadUnitB(6u, col0, k0, lid); vb7 = loadUnitB(7u, col0, k0, lid); }
+}
+fn stage(lid: u32) {
+  stageUnitA(0u, va0, lid);
+  if (UA > 1u) { stageUnitA(1u, va1, lid); }
+  if (UA > 2u) { stageUnitA(2u, va2, lid); stageUnitA(3u, va3, lid); }
+  if (UA > 4u) { stageUnitA(4u, va4, lid); stageUnitA(5u, va5, lid); stageUnitA(6u, va6, lid); stageUnitA(7u, va7, lid); }
+  stageUnitB(0u, vb0, lid);
+  if (UB > 1u) { stageUnitB(1u, vb1, lid); }
+  if (UB > 2u) { stageUnitB(2u, vb2, lid); stageUnitB(3u, vb3, lid); }
+  if (UB > 4u) { stageUnitB(4u, vb4, lid); stageUnitB(5u, vb5, lid); stageUnitB(6u, vb6, lid); stageUnitB(7u, vb7, lid); }
+}
+
+// Scalar loads (a contiguous dimension that is not a multiple of 4): load and stage in one loop.
+fn fillScalar(row0: u32, col0: u32, k0: u32, lid: u32) {
+  for (var i = 0u; i < UA; i++) { stageUnitA(i, loadUnitA(i, row0, k0, lid), lid); }
+  for (var i = 0u; i < UB; i++) { stageUnitB(i, loadUnitB(i, col0, k0, lid), lid); }
 }
 
 // Writes the fragment a subgroup just stored at tileC[mine..] to out at (row, col), element by element.
@@ -150,10 +202,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   var c32 = Acc();
   var c33 = Acc();
 
+  if (NAMED) { fetch(row0, col0, 0u, lid); }
   for (var k0 = 0u; k0 < p.K; k0 += KT) {
     workgroupBarrier();  // the previous slice's fragments are loaded
-    fill(row0, col0, k0, lid);
+    if (NAMED) { stage(lid); } else { fillScalar(row0, col0, k0, lid); }
     workgroupBarrier();
+    if (NAMED && k0 + KT < p.K) { fetch(row0, col0, k0 + KT, lid); }
     for (var kk = 0u; kk < KT; kk += SK) {
       let a0 = subgroupMatrixLoad<Left>(&tileA, aAt(r0, kk), TRANS_A, LDA);
       let a1 = subgroupMatrixLoad<Left>(&tileA, aAt(r0 + 1u * SM, kk), TRANS_A, LDA);

@@ -22,14 +22,13 @@ export interface TcTile {
 
 /** Named by their outputs with 16 x 16 fragments (the H200's) and k<slice depth>. */
 export const TC_TILES = {
-  '128x128k32': { wgm: 2, wgn: 2, kt: 32 },
   '128x128k16': { wgm: 2, wgn: 2, kt: 16 },
-  '128x128k64': { wgm: 2, wgn: 2, kt: 64 },
-  '128x256k32': { wgm: 2, wgn: 4, kt: 32 },
-  '256x128k32': { wgm: 4, wgn: 2, kt: 32 },
-  '64x128k32': { wgm: 1, wgn: 2, kt: 32 },
-  '128x64k32': { wgm: 2, wgn: 1, kt: 32 },
-  '64x64k32': { wgm: 1, wgn: 1, kt: 32 },
+  '128x128k32': { wgm: 2, wgn: 2, kt: 32 },
+  '256x128k16': { wgm: 4, wgn: 2, kt: 16 },
+  '128x256k16': { wgm: 2, wgn: 4, kt: 16 },
+  '64x128k16': { wgm: 1, wgn: 2, kt: 16 },
+  '128x64k16': { wgm: 2, wgn: 1, kt: 16 },
+  '64x64k16': { wgm: 1, wgn: 1, kt: 16 },
 } as const satisfies Record<string, TcTile>;
 export type TcTileName = keyof typeof TC_TILES;
 
@@ -78,10 +77,10 @@ export function tensorCoreUnavailable(gpu: Gpu): string | null {
 /** The default tile for an M x N product: the largest whose workgroups still cover a big GPU (132 SMs on an H200). */
 export function defaultTcTile(M: number, N: number): TcTileName {
   const enough = (bm: number, bn: number) => ceilDiv(M, bm) * ceilDiv(N, bn) >= 128;
-  if (enough(128, 128)) return '128x128k32';
-  if (enough(64, 128) && N >= M) return '64x128k32';
-  if (enough(128, 64)) return '128x64k32';
-  return '64x64k32';
+  if (enough(128, 128)) return '128x128k16';
+  if (enough(64, 128) && N >= M) return '64x128k16';
+  if (enough(128, 64)) return '128x64k16';
+  return '64x64k16';
 }
 
 /** How a product runs on tensor cores here, or the reason it cannot. */
@@ -97,7 +96,9 @@ export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultT
     .sort((x, y) => y.M * y.N * y.K - x.M * x.N * x.K)[0];
   if (!config) return `no subgroup matrix config fits tile ${tile}`;
   const [bm, bn] = [t.wgm * FRAGS * config.M, t.wgn * FRAGS * config.N];
-  if ((bm * t.kt) % (4 * threads) || (bn * t.kt) % (4 * threads)) return `tile ${tile} does not divide among ${threads} threads`;
+  // With vec4 loads each thread makes 1, 2, 4 or 8 of each slice (the shader's named registers).
+  const unitsOk = (n: number) => n % (4 * threads) === 0 && [1, 2, 4, 8].includes(n / (4 * threads));
+  if (!unitsOk(bm * t.kt) || !unitsOk(bn * t.kt)) return `tile ${tile} does not divide into 1, 2, 4 or 8 vec4 loads for each of ${threads} threads`;
   if (threads > gpu.limits.maxComputeInvocationsPerWorkgroup) return `tile ${tile} needs ${threads} invocations`;
   const bytes = tcTileBytes(t, s, config);
   if (bytes > gpu.limits.maxComputeWorkgroupStorageSize) return `tile ${tile} needs ${bytes} bytes of workgroup memory (limit ${gpu.limits.maxComputeWorkgroupStorageSize})`;

@@ -34,7 +34,7 @@ for (const [transA, transB] of [[false, true], [false, false], [true, false], [t
   for (const [da, db] of [['f32', 'f16'], ['f32', 'f32'], ['f16', 'f16']] as const) {
     CASES.push({ M: 130, N: 257, K: 129, transA, transB, da, db });
   }
-  CASES.push({ M: 257, N: 70, K: 20, transA, transB, da: 'f32', db: 'f16', tile: '64x64k32' });
+  CASES.push({ M: 257, N: 70, K: 20, transA, transB, da: 'f32', db: 'f16', tile: '64x64k16' });
 }
 for (const tile of Object.keys(TC_TILES) as TcTileName[]) CASES.push({ M: 300, N: 200, K: 77, transA: false, transB: true, da: 'f32', db: 'f16', tile });
 CASES.push({ M: 192, N: 128, K: 1000, transA: false, transB: false, da: 'f32', db: 'f16', scale: 1e-9 }); // dY·W, tiny gradients
