@@ -4,8 +4,8 @@
 //   matmul_tile64v vec4-aligned operands, smaller products: 64x64 tile, 4x4 outputs/thread, vec4 loads.
 //   matmul_tile64  everything else (any M, N, K, layout): the same tile with scalar bounds-checked loads.
 // Both 64-tiles split along K (+ matmul_splitk to sum) when few output tiles face a long K (LoRA grads).
-//   tc             tensor cores (src/kernels/matmul-tc.ts), where the device has subgroup matrices: every
-//                  product big enough to fill the GPU with 64x64 tiles; f16 inputs, f32 accumulation.
+//   tc             tensor cores (src/kernels/matmul-tc.ts), where the device has subgroup matrices: products
+//                  of at least 2048 rows that fill the GPU with 128x128 tiles; f16 inputs, f32 accumulation.
 // a and b are f32, or f16 storage when gpu.f16; accumulation and out are f32.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
@@ -41,9 +41,11 @@ export const ROWS_MAX_M = 16;
 const ROWS_COLS_PER_WORKGROUP = 8;
 /** Below this many 128x128 tiles a big GPU (132 SMs on an H200) idles: a 64x64 tile gives 4x more workgroups. */
 const TILE128_MIN_WORKGROUPS = 128;
-/** Tensor cores take a product when its 64x64 tiles are at least this many (fewer, with a long K, are
- * LoRA gradients that the split-K f32 tiles spread better) and each side is at least 64. */
-const TC_MIN_TILES = 64;
+/** Tensor cores take a product of at least this many rows, 256 columns and depth, and 128 tiles of 128x128
+ * (H200, 2026-12-02: 8x1024-token prefill 1.29x faster than the f32 tiles, but a 512-token prefill 0.64x, and
+ * LoRA gradients (few output tiles, long K) belong to split-K f32 tiles). */
+const TC_MIN_ROWS = 2048;
+const TC_MIN_TILES = 128;
 
 /** Split-K for the 64-tiles: below this many output tiles, a K of at least SPLIT_MIN_K is cut into slices. */
 const SPLIT_MAX_TILES = 64;
@@ -79,7 +81,7 @@ export function matmulSupports(v: MatmulVariant, s: MatmulShape): boolean {
 /** Whether matmul's auto policy sends this shape to tensor cores on `gpu`. */
 export function prefersTensorCores(gpu: Gpu, s: MatmulShape): boolean {
   if (tensorCoreUnavailable(gpu)) return false;
-  return s.M >= 64 && s.N >= 64 && s.K >= 64 && ceilDiv(s.M, 64) * ceilDiv(s.N, 64) >= TC_MIN_TILES && typeof tensorCorePlan(gpu, s) !== 'string';
+  return s.M >= TC_MIN_ROWS && s.N >= 256 && s.K >= 256 && ceilDiv(s.M, 128) * ceilDiv(s.N, 128) >= TC_MIN_TILES && typeof tensorCorePlan(gpu, s) !== 'string';
 }
 
 /** The variant matmul() runs for this shape. Under SwiftShader the rows kernel runs 5-10x slower than
