@@ -1,6 +1,7 @@
 // The row every benchmark produces (bench/results.json holds them, joined with PyTorch baselines by
 // bench/compare.ts), and the helpers that fill in where and when it was measured.
 import type { Gpu } from '../src/gpu/gpu.ts';
+import { ceilingOf } from './ceilings.ts';
 
 export interface BenchRow {
   name: string;
@@ -17,6 +18,9 @@ export interface BenchRow {
   runtime?: string;
   /** The commit measured (short hash), filled in when the rows are recorded in bench/results.json. */
   commit?: string;
+  /** The hardware's ceiling for this row, same unit (bench/ceilings.ts), and value / ceiling. */
+  ceiling?: number;
+  ofCeiling?: number;
 }
 
 /** The adapter in words, e.g. "nvidia hopper NVIDIA H200" or "google swiftshader (SwiftShader)". */
@@ -27,5 +31,9 @@ export function machineName(gpu: Gpu): string {
 }
 
 export function benchRow(gpu: Gpu, name: string, value: number, unit: string): BenchRow {
-  return { name, value, unit, date: new Date().toISOString(), machine: machineName(gpu), runtime: gpu.report.runtime };
+  const machine = machineName(gpu);
+  const row: BenchRow = { name, value, unit, date: new Date().toISOString(), machine, runtime: gpu.report.runtime };
+  const ceiling = ceilingOf(machine, name, unit);
+  if (ceiling !== undefined) Object.assign(row, { ceiling, ofCeiling: value / ceiling });
+  return row;
 }

@@ -57,5 +57,6 @@ for line in open(os.path.join(out, "rows.jsonl")):
 json.dump(rows, open(os.path.join(out, "results.json"), "w"), indent=1)
 for r in rows:
     ratio = f"{r['ratio']:.3f}" if "ratio" in r else "-"
-    print(f"{r.get('runtime','?'):5} {r['name']:60} {r['value']:12.1f} {r['unit']:8} ratio {ratio}")
+    ceiling = f"{r['ofCeiling']:.3f}" if "ofCeiling" in r else "-"
+    print(f"{r.get('runtime','?'):5} {r['name']:60} {r['value']:12.1f} {r['unit']:8} ratio {ratio}  of ceiling {ceiling}")
 PY

@@ -87,14 +87,15 @@ describe('troupe CLI', () => {
   it('bench prints rows as an aligned table', () => {
     const rows = [
       { name: 'matmul_f32_64x64x64', value: 1.23456, unit: 'GFLOP/s', date: '2026-12-01T00:00:00Z', machine: 'm' },
-      { name: 'add_1M', value: 12345.6, unit: 'GB/s', baseline: 20000, ratio: 0.617, date: '2026-12-01T00:00:00Z', machine: 'm' },
+      { name: 'add_1M', value: 12345.6, unit: 'GB/s', baseline: 20000, ratio: 0.617, ceiling: 4800, ofCeiling: 2.572, date: '2026-12-01T00:00:00Z', machine: 'm' },
     ];
     const lines = formatTable(rows).split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/^name\s+value\s+unit\s+baseline\s+ratio$/);
+    expect(lines[0]).toMatch(/^name\s+value\s+unit\s+baseline\s+ratio\s+of ceiling$/);
     expect(lines[1]).toContain('1.235');
     expect(lines[2]).toContain('12346');
     expect(lines[2]).toContain('0.617');
+    expect(lines[2]).toMatch(/2\.572$/);
   });
 
   it('bin/troupe.mjs builds and runs the CLI under Node', () => {

@@ -35,8 +35,8 @@ function fmt(v: number | undefined): string {
 }
 
 export function formatTable(rows: readonly BenchRow[]): string {
-  const cells = rows.map((r) => [r.name, fmt(r.value), r.unit, fmt(r.baseline), r.ratio === undefined ? '' : r.ratio.toFixed(3)]);
-  const head = ['name', 'value', 'unit', 'baseline', 'ratio'];
+  const cells = rows.map((r) => [r.name, fmt(r.value), r.unit, fmt(r.baseline), r.ratio === undefined ? '' : r.ratio.toFixed(3), r.ofCeiling === undefined ? '' : r.ofCeiling.toFixed(3)]);
+  const head = ['name', 'value', 'unit', 'baseline', 'ratio', 'of ceiling'];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[]) => c.map((x, i) => (i === 1 || i >= 3 ? x.padStart(widths[i]!) : x.padEnd(widths[i]!))).join('  ').trimEnd();
   return [line(head), ...cells.map(line)].join('\n');
