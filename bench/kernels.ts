@@ -1,7 +1,8 @@
 // Kernel benchmark: matmul (the model's shapes: x·Wᵀ with M = tokens, decode, backward layouts, f16
 // weights), softmax, reductions, transpose, casts and an elementwise add. Each row's value is GFLOP/s
 // (compute-bound) or GB/s of nominal traffic (memory-bound: bytes read once + written once). Timing:
-// one warm-up round, then the median of 5 repeats of 10 dispatches, wall clock around gpu.sync().
+// one warm-up round, then the median of 5 repeats of 10 dispatches (full runs: of as many as make a round last
+// 50 ms, bench/timing.ts), wall clock around gpu.sync().
 // bench/torch/bench_kernels.py times the same names and shapes in PyTorch; bench/compare.ts joins them:
 //   troupe bench kernels --json --out dawn.jsonl            (Node/Dawn; Deno/wgpu likewise)
 //   python3 bench/torch/bench_kernels.py --out torch.json
@@ -25,6 +26,7 @@ import { medianSecondsPerCall } from './timing.ts';
 
 const REPEATS = 5;
 const DISPATCHES = 10;
+const MIN_ROUND_MS = 50;
 
 interface Case {
   name: string;
@@ -240,7 +242,8 @@ export async function benchKernels(gpu: Gpu, opts: { quick: boolean; filter?: st
         const wrong = await verify();
         if (wrong) throw new Error(`bench ${c.name}: wrong result: ${wrong}`);
       }
-      const seconds = await medianSecondsPerCall(gpu, run, { calls: DISPATCHES, repeats: REPEATS });
+      // full runs: rounds of at least 50 ms, so Deno's 11 ms wait for the GPU does not dominate small kernels
+      const seconds = await medianSecondsPerCall(gpu, run, { calls: DISPATCHES, repeats: REPEATS, minRoundMs: opts.quick ? undefined : MIN_ROUND_MS });
       rows.push(benchRow(gpu, c.name, c.work / seconds / 1e9, c.unit));
     } finally {
       for (const t of tensors) t.release();

@@ -1,20 +1,44 @@
 // Wall-clock timing of GPU work: the median, over timed rounds, of the seconds per call, each round
 // `calls` back-to-back calls and then a wait for the GPU. One untimed round first compiles the
-// pipelines and wakes the GPU.
+// pipelines and wakes the GPU. With `minRoundMs` the calls per round are first multiplied by 4 until a round
+// lasts that long (at most `maxCalls`): a wait for the GPU costs about 11 ms under Deno/wgpu (its mapAsync polls
+// every 10 ms) against tens of microseconds under Dawn, so rounds of a few small kernels would time the wait.
 import type { Gpu } from '../src/gpu/gpu.ts';
 
-export async function medianSecondsPerCall(gpu: Gpu, run: () => void, opts: { calls: number; repeats: number }): Promise<number> {
-  const round = async (): Promise<void> => {
-    for (let i = 0; i < opts.calls; i++) run();
-    await gpu.sync();
-  };
-  await round();
-  const times: number[] = [];
-  for (let r = 0; r < opts.repeats; r++) {
+export interface TimingOptions {
+  calls: number;
+  repeats: number;
+  /** Grow the calls per round until a round takes at least this long. */
+  minRoundMs?: number;
+  /** The most calls per round minRoundMs may grow to (default 4096). */
+  maxCalls?: number;
+}
+
+export interface Timing {
+  secondsPerCall: number;
+  /** Calls per timed round. */
+  calls: number;
+}
+
+export async function timePerCall(gpu: Gpu, run: () => void, opts: TimingOptions): Promise<Timing> {
+  const round = async (calls: number): Promise<number> => {
     const t0 = performance.now();
-    await round();
-    times.push((performance.now() - t0) / 1000 / opts.calls);
+    for (let i = 0; i < calls; i++) run();
+    await gpu.sync();
+    return performance.now() - t0;
+  };
+  await round(opts.calls);
+  let calls = opts.calls;
+  const maxCalls = Math.max(opts.calls, opts.maxCalls ?? 4096);
+  if (opts.minRoundMs !== undefined) {
+    while (calls < maxCalls && (await round(calls)) < opts.minRoundMs) calls = Math.min(maxCalls, calls * 4);
   }
+  const times: number[] = [];
+  for (let r = 0; r < opts.repeats; r++) times.push((await round(calls)) / 1000 / calls);
   times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
+  return { secondsPerCall: times[Math.floor(times.length / 2)]!, calls };
+}
+
+export async function medianSecondsPerCall(gpu: Gpu, run: () => void, opts: TimingOptions): Promise<number> {
+  return (await timePerCall(gpu, run, opts)).secondsPerCall;
 }

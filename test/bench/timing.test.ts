@@ -1,0 +1,34 @@
+// bench/timing.ts: rounds grow by 4x until they last minRoundMs, never past maxCalls; without it they stay put.
+import { describe, expect, it } from 'vitest';
+import { timePerCall } from '../../bench/timing.ts';
+import { add } from '../../src/kernels/elementwise.ts';
+import { testGpu } from '../helpers/gpu.ts';
+import { randn } from '../helpers/random.ts';
+
+describe('timePerCall', () => {
+  it('keeps the given calls, or grows them to maxCalls when rounds are too short, running a real kernel', async () => {
+    const gpu = await testGpu();
+    const a = gpu.upload(randn(64, 1), [64], 'f32', 'a');
+    const b = gpu.upload(randn(64, 2), [64], 'f32', 'b');
+    const out = gpu.tensor([64], 'f32', 'out');
+    let runs = 0;
+    const run = () => {
+      runs++;
+      add(gpu, a, b, out);
+    };
+    const plain = await timePerCall(gpu, run, { calls: 10, repeats: 2 });
+    expect(plain.calls).toBe(10);
+    expect(runs).toBe(10 + 2 * 10);
+    expect(plain.secondsPerCall).toBeGreaterThan(0);
+    runs = 0;
+    // no round lasts 1e9 ms: 10 -> 40 (the cap), after one calibration round of 10
+    const grown = await timePerCall(gpu, run, { calls: 10, repeats: 2, minRoundMs: 1e9, maxCalls: 40 });
+    expect(grown.calls).toBe(40);
+    expect(runs).toBe(10 + 10 + 2 * 40);
+    runs = 0;
+    // every round lasts at least 0 ms: no growth
+    expect((await timePerCall(gpu, run, { calls: 10, repeats: 2, minRoundMs: 0, maxCalls: 40 })).calls).toBe(10);
+    expect(runs).toBe(10 + 10 + 2 * 10);
+    for (const t of [a, b, out]) t.release();
+  });
+});
