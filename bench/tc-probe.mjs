@@ -5,7 +5,8 @@
 // workgroup memory every step or not. `direct`: a whole f16 x·Wᵀ product (4096^3) whose 2 x 2 subgroups of
 // 4 x 4 named accumulators load their fragments straight from storage, no workgroup memory.
 // `parts`: shaders/matmul_tc_tiled.wgsl at 8192x3072x1024 (f32 x, f16 W), whole and with its workgroup-memory
-// fill, its products or its epilogue cut out, to see which part costs the time.
+// fill, its products or its K-loop barriers cut out, to see which part costs the time (without the epilogue
+// nothing is written and the compiler drops the whole kernel, so that cut is not offered).
 //   usage (GPU machine): node bench/tc-probe.mjs [registers|direct|parts]
 import { create, globals } from 'webgpu';
 
@@ -45,25 +46,36 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
 }`;
 }
 
-async function time(code, acc) {
+/** The compute pipeline of `code` (entry main), or null after printing its first compile error. */
+async function pipelineOf(code, what) {
   const module = device.createShaderModule({ code });
-  const info = await module.getCompilationInfo();
-  for (const m of info.messages) if (m.type === 'error') { console.log(m.message); return NaN; }
-  const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const error = (await module.getCompilationInfo()).messages.find((m) => m.type === 'error');
+  if (error) { console.log(`${what}: ${error.message}`); return null; }
+  return device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+}
+
+/** Seconds per dispatch of `workgroups`, after `warm` untimed dispatches: `n` in one submit, wall clock to done. */
+async function secondsPerDispatch(pipeline, bindGroup, workgroups, n, warm = 2) {
+  const run = async (count) => {
+    const enc = device.createCommandEncoder();
+    for (let i = 0; i < count; i++) { const p = enc.beginComputePass(); p.setPipeline(pipeline); p.setBindGroup(0, bindGroup); p.dispatchWorkgroups(...workgroups); p.end(); }
+    device.queue.submit([enc.finish()]);
+    await device.queue.onSubmittedWorkDone();
+  };
+  await run(warm);
+  const t0 = performance.now();
+  await run(n);
+  return (performance.now() - t0) / n / 1e3;
+}
+
+async function time(code, acc) {
+  const pipeline = await pipelineOf(code, `registers x${acc}`);
+  if (!pipeline) return NaN;
   const src = device.createBuffer({ size: 8192, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
   device.queue.writeBuffer(src, 0, new Uint16Array(4096).fill(0x3c00 >> 4));
   const out = device.createBuffer({ size: 4 * acc * 256 * 4, usage: GPUBufferUsage.STORAGE });
   const bg = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: src } }, { binding: 1, resource: { buffer: out } }] });
-  const run = async (n) => {
-    const enc = device.createCommandEncoder();
-    for (let i = 0; i < n; i++) { const p = enc.beginComputePass(); p.setPipeline(pipeline); p.setBindGroup(0, bg); p.dispatchWorkgroups(WORKGROUPS); p.end(); }
-    device.queue.submit([enc.finish()]);
-    await device.queue.onSubmittedWorkDone();
-  };
-  await run(1);
-  const t0 = performance.now();
-  await run(5);
-  const s = (performance.now() - t0) / 5 / 1e3;
+  const s = await secondsPerDispatch(pipeline, bg, [WORKGROUPS], 5, 1);
   src.destroy(); out.destroy();
   return (WORKGROUPS * 4 * ITER * acc * 2 * 16 ** 3) / s / 1e12;
 }
@@ -98,22 +110,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
 }
 
 async function timeDirect(M, N, K) {
-  const module = device.createShaderModule({ code: directShader(K) });
-  for (const m of (await module.getCompilationInfo()).messages) if (m.type === 'error') { console.log(m.message); return; }
-  const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const pipeline = await pipelineOf(directShader(K), 'direct');
+  if (!pipeline) return;
   const buf = (bytes) => device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
   const [x, w, y] = [buf(M * K * 2), buf(N * K * 2), buf(M * N * 4)];
   const bg = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [x, w, y].map((buffer, binding) => ({ binding, resource: { buffer } })) });
-  const run = async (n) => {
-    const enc = device.createCommandEncoder();
-    for (let i = 0; i < n; i++) { const p = enc.beginComputePass(); p.setPipeline(pipeline); p.setBindGroup(0, bg); p.dispatchWorkgroups(N / 128, M / 128); p.end(); }
-    device.queue.submit([enc.finish()]);
-    await device.queue.onSubmittedWorkDone();
-  };
-  await run(2);
-  const t0 = performance.now();
-  await run(10);
-  const s = (performance.now() - t0) / 10 / 1e3;
+  const s = await secondsPerDispatch(pipeline, bg, [N / 128, M / 128], 10);
   console.log(`direct ${M}x${N}x${K}: ${((2 * M * N * K) / s / 1e12).toFixed(1)} TFLOP/s`);
   for (const b of [x, w, y]) b.destroy();
 }
@@ -127,7 +129,6 @@ async function timeParts(M, N, K) {
     whole: source,
     'no fill': source.replace(/if \(NAMED\) \{ stage\(lid\); \}/, 'if (NAMED) { }').replace(/if \(NAMED && k0 \+ KT < p\.K\) \{ fetch\(row0, col0, k0 \+ KT, lid\); \}/, ''),
     'no products': source.replace(/\n      c\d\d = subgroupMatrixMultiplyAccumulate\([^;]*;/g, ''),
-    'no epilogue': source.replace(/\n  emit\([^;]*;/g, ''),
     'no barriers in the K loop': source.replace(/\n    workgroupBarrier\(\);  \/\/ the previous[^\n]*/, '').replace(/(fillScalar\(row0, col0, k0, lid\); \})\n    workgroupBarrier\(\);/, '$1'),
   };
   const buf = (bytes) => device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.UNIFORM });
@@ -139,23 +140,12 @@ async function timeParts(M, N, K) {
   device.queue.writeBuffer(params, 0, pv.buffer);
   for (const [name, body] of Object.entries(variants)) {
     if (name !== 'whole' && body === source) { console.log(`parts: ${name}: pattern not found`); continue; }
-    const module = device.createShaderModule({ code: header + body });
-    const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
-    if (errors.length) { console.log(`parts: ${name}: ${errors[0].message}`); continue; }
-    const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+    const pipeline = await pipelineOf(header + body, `parts: ${name}`);
+    if (!pipeline) continue;
     const layout = pipeline.getBindGroupLayout(0);
     const entries = [params, a, w, y, one, one].map((buffer, binding) => ({ binding, resource: binding === 0 ? { buffer, size: 32 } : { buffer } }));
     const bg = device.createBindGroup({ layout, entries });
-    const run = async (n) => {
-      const enc = device.createCommandEncoder();
-      for (let i = 0; i < n; i++) { const p = enc.beginComputePass(); p.setPipeline(pipeline); p.setBindGroup(0, bg); p.dispatchWorkgroups(N / 128, M / 128); p.end(); }
-      device.queue.submit([enc.finish()]);
-      await device.queue.onSubmittedWorkDone();
-    };
-    await run(2);
-    const t0 = performance.now();
-    await run(20);
-    const s = (performance.now() - t0) / 20 / 1e3;
+    const s = await secondsPerDispatch(pipeline, bg, [N / 128, M / 128], 20);
     console.log(`parts ${M}x${N}x${K} ${name.padEnd(26)} ${(s * 1e6).toFixed(0).padStart(6)} us  (${((2 * M * N * K) / s / 1e12).toFixed(1)} TFLOP/s equivalent)`);
   }
 }

@@ -38,7 +38,9 @@ let cached: Promise<GpuRuntime> | null = null;
  * disable_robustness (no bounds clamping of buffer accesses: for measuring what it costs, trusted shaders only). */
 export function dawnFlags(env: Record<string, string | undefined>): string[] {
   const toggles = ['allow_unsafe_apis', 'vulkan_enable_f16_on_nvidia'];
-  if (env.TROUPE_DAWN_ROBUSTNESS === 'off') toggles.push('disable_robustness');
+  const robustness = env.TROUPE_DAWN_ROBUSTNESS ?? 'on';
+  if (robustness !== 'on' && robustness !== 'off') throw new GpuUnavailableError(`TROUPE_DAWN_ROBUSTNESS=${robustness}: expected on or off`);
+  if (robustness === 'off') toggles.push('disable_robustness');
   return [`enable-dawn-features=${toggles.join(',')}`];
 }
 

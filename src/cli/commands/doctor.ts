@@ -65,19 +65,6 @@ function maxRelError(got: Float32Array, want: Float32Array, floor = 1e-6): numbe
   return diff / scale;
 }
 
-/** CPU reference of a·bᵀ for a [M, K], b [N, K], accumulated in doubles. */
-function matmulTransBRef(a: Float32Array, b: Float32Array, M: number, N: number, K: number): Float32Array {
-  const out = new Float32Array(M * N);
-  for (let i = 0; i < M; i++) {
-    for (let j = 0; j < N; j++) {
-      let acc = 0;
-      for (let k = 0; k < K; k++) acc += a[i * K + k]! * b[j * K + k]!;
-      out[i * N + j] = acc;
-    }
-  }
-  return out;
-}
-
 /** 2^(15 - e) for m = f·2^e, f in [0.5, 1) (shaders/absmax_scale.wgsl); 1 for 0 or non-finite m. */
 function absmaxScale(m: number): number {
   if (m === 0 || !Number.isFinite(m)) return 1;
@@ -119,6 +106,9 @@ function matmulRef(a: Float32Array, b: Float32Array, M: number, N: number, K: nu
  * tiles, alpha with accumulation and gradient-sized values, against a CPU product of the f16 copies the kernel
  * makes (so only f32 accumulation order may differ).
  */
+/** 4x the worst error measured on the H200 (4.7e-7, 2026-12-02): only f32 accumulation order differs. */
+const TC_TOLERANCE = 2e-6;
+
 async function checkTensorCores(gpu: Gpu): Promise<KernelCheck[]> {
   const cases = [
     { M: 256, N: 128, K: 96, transA: false, transB: true, da: 'f16', scale: 1 },
@@ -142,7 +132,7 @@ async function checkTensorCores(gpu: Gpu): Promise<KernelCheck[]> {
     const want = matmulRef(a16, b, M, N, K, transA, transB, -0.5, init);
     const err = maxRelError(await gpu.readF32(out), want, want.reduce((m, v) => Math.max(m, Math.abs(v)), 0)); // no floor: |a| may be 1e-9
     const layout = `${transA ? 'aᵀ' : 'a'}·${transB ? 'bᵀ' : 'b'}`;
-    checks.push({ kernel: `matmul ${layout}, tensor cores${c.scale !== 1 ? ` |a|~${c.scale}` : ''}`, dtype: c.da, shape: `${M}x${N}x${K}`, maxRelError: err, tolerance: 1e-5, ok: err <= 1e-5 });
+    checks.push({ kernel: `matmul ${layout}, tensor cores${c.scale !== 1 ? ` |a|~${c.scale}` : ''}`, dtype: c.da, shape: `${M}x${N}x${K}`, maxRelError: err, tolerance: TC_TOLERANCE, ok: err <= TC_TOLERANCE });
     for (const t of [ta, tb, out]) t.release();
   }
   return checks;
@@ -160,7 +150,7 @@ async function checkKernels(gpu: Gpu): Promise<KernelCheck[]> {
     const tb = gpu.upload(b, [N, K], dtype, 'doctor.w');
     const out = matmul(gpu, ta, tb, { transB: true, label: 'doctor.matmul' });
     const got = await gpu.readF32(out);
-    const err = maxRelError(got, matmulTransBRef(a, b, M, N, K));
+    const err = maxRelError(got, matmulRef(a, b, M, N, K, false, true, 1, null));
     const tolerance = dtype === 'f16' ? 1e-4 : 1e-5;
     checks.push({ kernel: 'matmul x·Wᵀ', dtype, shape: `${M}x${K} · (${N}x${K})ᵀ`, maxRelError: err, tolerance, ok: err <= tolerance });
     for (const t of [ta, tb, out]) t.release();

@@ -1,0 +1,12 @@
+// The Dawn toggles troupe asks dawn.node for, and TROUPE_DAWN_ROBUSTNESS's effect on them.
+import { describe, expect, it } from 'vitest';
+import { dawnFlags } from '../../src/gpu/runtime.ts';
+
+describe('dawnFlags', () => {
+  it('keeps robustness unless TROUPE_DAWN_ROBUSTNESS=off, and names a bad value', () => {
+    expect(dawnFlags({})).toEqual(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia']);
+    expect(dawnFlags({ TROUPE_DAWN_ROBUSTNESS: 'on' })).toEqual(dawnFlags({}));
+    expect(dawnFlags({ TROUPE_DAWN_ROBUSTNESS: 'off' })[0]).toMatch(/,disable_robustness$/);
+    expect(() => dawnFlags({ TROUPE_DAWN_ROBUSTNESS: 'false' })).toThrow(/TROUPE_DAWN_ROBUSTNESS=false: expected on or off/);
+  });
+});
