@@ -5,6 +5,8 @@
 // or head_dim) take one thread per row instead, since a 128-thread workgroup would idle most of its
 // threads on them and its barriers dominate (on CPU drivers, 20x). dw is reduced deterministically in two
 // passes (per-chunk partial sums, then a sum over chunks), with no float atomics.
+// forward_add / forward_add_rowwise fuse the residual add before the norm (h = x + addend, y = norm(h)): a
+// decoder layer's `x + o_proj(…)` and the next post-attention / input norm are one pass instead of two.
 const WG = 128u;
 const CHUNK = 256u; // rows per dw partial sum
 
@@ -19,6 +21,8 @@ struct Params { rows: u32, n: u32, eps: f32, accumulate: u32 }
 @group(0) @binding(6) var<storage, read_write> dx: array<T>;          // [rows, n]
 @group(0) @binding(7) var<storage, read_write> dw_partial: array<f32>; // [ceil(rows / CHUNK), n]
 @group(0) @binding(8) var<storage, read_write> dw: array<f32>;        // [n]
+@group(0) @binding(9) var<storage, read> addend: array<T>;            // [rows, n] residual addend (forward_add)
+@group(0) @binding(10) var<storage, read_write> h: array<T>;          // [rows, n] x + addend (forward_add)
 
 var<workgroup> red: array<f32, WG>;
 
@@ -45,11 +49,30 @@ fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
     let v = f32(x[base + i]);
     ss += v * v;
   }
-  let r = inverseSqrt(workgroup_sum(ss, lid) / f32(p.n) + p.eps);
+  let s = inverseSqrt(workgroup_sum(ss, lid) / f32(p.n) + p.eps);
   for (var i = lid; i < p.n; i += WG) {
-    y[base + i] = T(w[i] * (f32(x[base + i]) * r));
+    y[base + i] = T(w[i] * (f32(x[base + i]) * s));
   }
-  if (lid == 0u) { rstd[row] = r; }
+  if (lid == 0u) { rstd[row] = s; }
+}
+
+// The sum is rounded to T before the norm reads it, as a separate add would store it.
+@compute @workgroup_size(WG)
+fn forward_add(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= p.rows) { return; }
+  let base = row * p.n;
+  var ss = 0.0;
+  for (var i = lid; i < p.n; i += WG) {
+    let v = x[base + i] + addend[base + i];
+    h[base + i] = v;
+    ss += f32(v) * f32(v);
+  }
+  let s = inverseSqrt(workgroup_sum(ss, lid) / f32(p.n) + p.eps);
+  for (var i = lid; i < p.n; i += WG) {
+    y[base + i] = T(w[i] * (f32(x[base + i] + addend[base + i]) * s));
+  }
+  if (lid == 0u) { rstd[row] = s; }
 }
 
 // dx = rstd * (w·dy − x̂ · mean(w·dy·x̂)), x̂ = x·rstd.
@@ -81,11 +104,29 @@ fn forward_rowwise(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workg
     let v = f32(x[base + i]);
     ss += v * v;
   }
-  let r = inverseSqrt(ss / f32(p.n) + p.eps);
+  let s = inverseSqrt(ss / f32(p.n) + p.eps);
   for (var i = 0u; i < p.n; i++) {
-    y[base + i] = T(w[i] * (f32(x[base + i]) * r));
+    y[base + i] = T(w[i] * (f32(x[base + i]) * s));
   }
-  rstd[row] = r;
+  rstd[row] = s;
+}
+
+@compute @workgroup_size(64)
+fn forward_add_rowwise(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let row = gid.x + gid.y * nwg.x * 64u;
+  if (row >= p.rows) { return; }
+  let base = row * p.n;
+  var ss = 0.0;
+  for (var i = 0u; i < p.n; i++) {
+    let v = x[base + i] + addend[base + i];
+    h[base + i] = v;
+    ss += f32(v) * f32(v);
+  }
+  let s = inverseSqrt(ss / f32(p.n) + p.eps);
+  for (var i = 0u; i < p.n; i++) {
+    y[base + i] = T(w[i] * (f32(x[base + i] + addend[base + i]) * s));
+  }
+  rstd[row] = s;
 }
 
 @compute @workgroup_size(64)

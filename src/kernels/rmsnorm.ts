@@ -11,7 +11,7 @@ const DW_CHUNK = 256; // rows per partial sum; matches CHUNK in the shader
 export const ROWWISE_MAX_N = 64;
 
 /** Entry and grid of the forward / dx pass for rows of n elements. */
-function rowPass(entry: 'forward' | 'backward_dx', rows: number, n: number): { entry: string; workgroups: [number, number] } {
+function rowPass(entry: 'forward' | 'forward_add' | 'backward_dx', rows: number, n: number): { entry: string; workgroups: [number, number] } {
   return n <= ROWWISE_MAX_N ? { entry: `${entry}_rowwise`, workgroups: grid1d(ceilDiv(rows, 64)) } : { entry, workgroups: grid1d(rows) };
 }
 
@@ -47,6 +47,27 @@ export function rmsnorm(gpu: Gpu, x: Tensor, w: Tensor, eps: number, out: { y?: 
     label: k,
   });
   return { y, rstd };
+}
+
+/** h = x + addend and y = rmsnorm(h)·w in one pass (a residual add and the norm after it); rstd as rmsnorm's. */
+export function addRmsnorm(gpu: Gpu, x: Tensor, addend: Tensor, w: Tensor, eps: number): { h: Tensor; y: Tensor; rstd: Tensor } {
+  const k = 'add_rmsnorm';
+  expectDtype(k, x, 'f32', 'f16');
+  const { rows, n } = rowsOf(k, x, w);
+  sameDtype(k, x, addend);
+  expectShape(k, addend, x.shape);
+  const h = gpu.tensor(x.shape, x.dtype, 'add_rmsnorm.h');
+  const y = gpu.tensor(x.shape, x.dtype, 'add_rmsnorm.y');
+  const rstd = gpu.tensor([rows], 'f32', 'add_rmsnorm.rstd');
+  gpu.dispatch({
+    shader: 'rmsnorm',
+    ...rowPass('forward_add', rows, n),
+    variant: { aliases: { T: x.dtype } },
+    uniforms: uniforms(rows, n, eps),
+    bindings: [x, w, y, rstd, null, null, null, null, addend, h],
+    label: k,
+  });
+  return { h, y, rstd };
 }
 
 export interface RmsnormGrads {

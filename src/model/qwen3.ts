@@ -6,15 +6,17 @@
 // Activations are f32 [T, ·] with all sequences of the batch concatenated along T; weights are f16
 // (storage) or f32. Attention runs over the packed sequences (training, plain prefill) or, with a
 // paged KV cache, writes each new token's K/V and attends to everything cached (prefill chunks, decode).
-// The per-layer pieces are public so a backward with per-layer recomputation can call them and keep
-// the saved values it needs (rmsnorm rstd, attention lse) explicit.
+// Each residual add is one pass with the norm after it (add_rmsnorm), and without a backward to feed, q/k
+// norm + rope are one pass too. The per-layer pieces are public so a backward with per-layer
+// recomputation can call them and keep the saved values it needs (rmsnorm rstd, attention lse) explicit.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { attentionPaged, attentionPrefill, type AttentionDims } from '../kernels/attention.ts';
 import { add } from '../kernels/elementwise.ts';
 import { embedding } from '../kernels/embedding.ts';
 import { matmul } from '../kernels/matmul.ts';
-import { rmsnorm } from '../kernels/rmsnorm.ts';
+import { qkNormRope } from '../kernels/qk-norm-rope.ts';
+import { addRmsnorm, rmsnorm } from '../kernels/rmsnorm.ts';
 import { rope } from '../kernels/rope.ts';
 import { swiglu } from '../kernels/swiglu.ts';
 import type { LinearAdapter, LinearModule } from './adapter.ts';
@@ -113,27 +115,40 @@ export class Qwen3Model {
     this.rope = new RopeTable(gpu, c.headDim, c.ropeTheta, Math.min(c.maxPositionEmbeddings, 256));
   }
 
-  /** Logits f32 [T, vocab] ([S, vocab] with lastOnly; hidden [·, H] with hiddenOnly) of a packed batch. */
+  /** Logits f32 [T, vocab] ([S, vocab] with lastOnly; hidden [·, H] with hiddenOnly) of a packed batch.
+   * Each residual add is fused with the norm that follows it (the next layer's input norm, then the final norm). */
   forward(batch: ForwardBatch, opts: ForwardOptions = {}): Tensor {
+    const { gpu, config: c, weights: w } = this;
     const ctx = this.context(batch, opts.adapter);
     try {
       let x = this.embed(batch.ids);
-      for (let i = 0; i < this.config.numLayers; i++) {
-        const next = this.layerForward(i, x, ctx);
-        x.release();
-        x = next;
+      let n = rmsnorm(gpu, x, w.layers[0]!.inputNorm, c.rmsNormEps);
+      for (let i = 0; i < c.numLayers; i++) {
+        const attn = this.attention(i, n.y, ctx);
+        const mid = addRmsnorm(gpu, x, attn, w.layers[i]!.postAttnNorm, c.rmsNormEps);
+        for (const t of [attn, x, n.y, n.rstd]) t.release();
+        const mlp = this.mlp(i, mid.y, ctx);
+        const nextNorm = i + 1 < c.numLayers ? w.layers[i + 1]!.inputNorm : w.norm;
+        const next = addRmsnorm(gpu, mid.h, mlp, nextNorm, c.rmsNormEps);
+        for (const t of [mlp, mid.h, mid.y, mid.rstd]) t.release();
+        x = next.h;
+        n = next;
       }
+      x.release();
+      n.rstd.release();
+      let hidden = n.y;
       if (opts.lastOnly) {
         // The embedding gather picks rows of any [N, H] matrix: here the last token of each sequence.
         const last = new Uint32Array(batch.seqLens.length);
         let end = 0;
-        batch.seqLens.forEach((n, s) => (last[s] = (end += n) - 1));
-        const rows = embedding(this.gpu, x, last);
-        x.release();
-        x = rows;
+        batch.seqLens.forEach((len, s) => (last[s] = (end += len) - 1));
+        const rows = embedding(gpu, hidden, last);
+        hidden.release();
+        hidden = rows;
       }
-      const out = opts.hiddenOnly ? this.finalNorm(x) : this.logits(x);
-      x.release();
+      if (opts.hiddenOnly) return hidden;
+      const out = matmul(gpu, hidden, w.lmHead, { transB: true, label: 'lm_head' });
+      hidden.release();
       return out;
     } finally {
       this.releaseContext(ctx);
@@ -212,27 +227,44 @@ export class Qwen3Model {
   /** One decoder layer: returns the new residual stream (x is not released). With `save`, every
    * intermediate is kept there (the caller releases them with releaseLayerSaved). */
   layerForward(i: number, x: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
-    const h = this.attentionBlock(i, x, ctx, save);
-    const out = this.mlpBlock(i, h, ctx, save);
-    if (save) save.h = h;
-    else h.release();
+    const { gpu, config: c } = this;
+    const w = this.weights.layers[i]!;
+    const n = rmsnorm(gpu, x, w.inputNorm, c.rmsNormEps);
+    const attn = this.attention(i, n.y, ctx, save);
+    const m = addRmsnorm(gpu, x, attn, w.postAttnNorm, c.rmsNormEps);
+    attn.release();
+    const mlp = this.mlp(i, m.y, ctx, save);
+    const out = add(gpu, m.h, mlp);
+    mlp.release();
+    if (save) {
+      Object.assign(save, { x, attnNorm: n.y, attnRstd: n.rstd, h: m.h, mlpNorm: m.y, mlpRstd: m.rstd });
+    } else {
+      for (const t of [n.y, n.rstd, m.h, m.y, m.rstd]) t.release();
+    }
     return out;
   }
 
-  /** x + o_proj(attention(...)) for layer i. */
-  attentionBlock(i: number, x: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
+  /** o_proj(attention(rope(q_norm(q_proj(n))), rope(k_norm(k_proj(n))), v_proj(n))) for layer i, n = input_layernorm(x).
+   * Without `save` the norms and rotary embedding run as one fused pass (nothing of them is kept). */
+  attention(i: number, n: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
     const { gpu, config: c, dims } = this;
     const w = this.weights.layers[i]!;
     const T = ctx.tokens;
     const eps = c.rmsNormEps;
-    const n = rmsnorm(gpu, x, w.inputNorm, eps);
-    const qPre = this.linear(i, 'q_proj', n.y, w.q, ctx).view([T, c.numHeads, c.headDim]);
-    const kPre = this.linear(i, 'k_proj', n.y, w.k, ctx).view([T, c.numKvHeads, c.headDim]);
-    const v = this.linear(i, 'v_proj', n.y, w.v, ctx).view([T, c.numKvHeads, c.headDim]);
-    const qn = rmsnorm(gpu, qPre, w.qNorm, eps);
-    const kn = rmsnorm(gpu, kPre, w.kNorm, eps);
-    const q = rope(gpu, qn.y, ctx.positions, this.rope);
-    const k = rope(gpu, kn.y, ctx.positions, this.rope);
+    const qPre = this.linear(i, 'q_proj', n, w.q, ctx).view([T, c.numHeads, c.headDim]);
+    const kPre = this.linear(i, 'k_proj', n, w.k, ctx).view([T, c.numKvHeads, c.headDim]);
+    const v = this.linear(i, 'v_proj', n, w.v, ctx).view([T, c.numKvHeads, c.headDim]);
+    let q = qPre;
+    let k = kPre;
+    if (save) {
+      const qn = rmsnorm(gpu, qPre, w.qNorm, eps);
+      const kn = rmsnorm(gpu, kPre, w.kNorm, eps);
+      q = rope(gpu, qn.y, ctx.positions, this.rope);
+      k = rope(gpu, kn.y, ctx.positions, this.rope);
+      Object.assign(save, { qPre, qRstd: qn.rstd, kPre, kRstd: kn.rstd, q, k, v });
+    } else {
+      qkNormRope(gpu, qPre, kPre, w.qNorm, w.kNorm, ctx.positions, this.rope, eps);
+    }
     let o: Tensor;
     let lse: Tensor | null = null;
     if (ctx.cache) {
@@ -244,46 +276,25 @@ export class Qwen3Model {
     }
     const attn = o.view([T, c.numHeads * c.headDim]);
     const proj = this.linear(i, 'o_proj', attn, w.o, ctx);
-    const out = add(gpu, x, proj);
-    proj.release();
     if (save) {
-      Object.assign(save, { x, attnNorm: n.y, attnRstd: n.rstd, qPre, qRstd: qn.rstd, kPre, kRstd: kn.rstd, q, k, v, attn, lse });
+      Object.assign(save, { attn, lse });
     } else {
-      for (const t of [n.y, n.rstd, qPre, qn.rstd, kPre, kn.rstd, q, k, v, o]) t.release();
+      for (const t of [q, k, v, o]) t.release();
       lse?.release();
     }
-    return out;
+    return proj;
   }
 
-  /** h + down_proj(silu(gate_proj(m)) * up_proj(m)), m = post_attention_layernorm(h). */
-  mlpBlock(i: number, h: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
-    const gpu = this.gpu;
+  /** down_proj(silu(gate_proj(m)) * up_proj(m)) for layer i, m = post_attention_layernorm(h). */
+  mlp(i: number, m: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
     const w = this.weights.layers[i]!;
-    const m = rmsnorm(gpu, h, w.postAttnNorm, this.config.rmsNormEps);
-    const gate = this.linear(i, 'gate_proj', m.y, w.gate, ctx);
-    const up = this.linear(i, 'up_proj', m.y, w.up, ctx);
-    const act = swiglu(gpu, gate, up);
+    const gate = this.linear(i, 'gate_proj', m, w.gate, ctx);
+    const up = this.linear(i, 'up_proj', m, w.up, ctx);
+    const act = swiglu(this.gpu, gate, up);
     const down = this.linear(i, 'down_proj', act, w.down, ctx);
-    const out = add(gpu, h, down);
-    down.release();
-    if (save) Object.assign(save, { mlpNorm: m.y, mlpRstd: m.rstd, gate, up, act });
-    else for (const t of [m.y, m.rstd, gate, up, act]) t.release();
-    return out;
-  }
-
-  /** model.norm(x) [rows, H]. */
-  finalNorm(x: Tensor): Tensor {
-    const { y, rstd } = rmsnorm(this.gpu, x, this.weights.norm, this.config.rmsNormEps);
-    rstd.release();
-    return y;
-  }
-
-  /** lm_head(norm(x)): f32 [rows, vocab]. */
-  logits(x: Tensor): Tensor {
-    const xn = this.finalNorm(x);
-    const out = matmul(this.gpu, xn, this.weights.lmHead, { transB: true, label: 'lm_head' });
-    xn.release();
-    return out;
+    if (save) Object.assign(save, { gate, up, act });
+    else for (const t of [gate, up, act]) t.release();
+    return down;
   }
 
   release(): void {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
-import { rmsnorm, rmsnormBackward, ROWWISE_MAX_N } from '../../src/kernels/rmsnorm.ts';
+import { addRmsnorm, rmsnorm, rmsnormBackward, ROWWISE_MAX_N } from '../../src/kernels/rmsnorm.ts';
 import { dot, numericGrad } from '../helpers/finite-diff.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
@@ -50,6 +50,29 @@ describe('rmsnorm', () => {
     }
   }
 
+  // The fused residual add + norm against the reference of its parts: h = x + r rounded to the storage type, then norm.
+  for (const dtype of ['f32', 'f16'] as const) {
+    for (const [shape, n] of CASES) {
+      it(`${dtype} [${shape}] add + norm in one pass`, async (ctx) => {
+        const gpu = await testGpu();
+        if (dtype === 'f16' && !gpu.f16) return ctx.skip();
+        const round = dtype === 'f16' ? roundF16 : (a: Float32Array) => a;
+        const tol = dtype === 'f16' ? 3e-3 : 2e-5;
+        const size = shape.reduce((a, b) => a * b, 1);
+        const x = round(randn(size, size + 5, 2));
+        const r = round(randn(size, size + 6, 3));
+        const w = randn(n, n + 7);
+        const h = round(x.map((v, i) => v + r[i]!));
+        const { h: hT, y, rstd } = addRmsnorm(gpu, gpu.upload(x, shape, dtype, 'x'), gpu.upload(r, shape, dtype, 'r'), gpu.upload(w, [n], 'f32', 'w'), EPS);
+        const ref = rmsnormRef(h, w, EPS);
+        expect(hT.shape).toEqual(shape);
+        expect(relError(await gpu.readF32(hT), h)).toBeLessThan(dtype === 'f16' ? 1e-3 : 1e-7);
+        expect(relError(await gpu.readF32(y), ref.y)).toBeLessThan(tol);
+        expect(relError(await gpu.readF32(rstd), ref.rstd)).toBeLessThan(2e-5);
+      });
+    }
+  }
+
   it('reference backward matches finite differences', () => {
     const n = 6;
     const x = randn(3 * n, 11);
@@ -65,5 +88,8 @@ describe('rmsnorm', () => {
     const x = gpu.upload(randn(12, 1), [3, 4], 'f32', 'hidden');
     const w = gpu.upload(randn(5, 2), [5], 'f32', 'input_layernorm');
     expect(() => rmsnorm(gpu, x, w, EPS)).toThrow(/hidden \[3,4\] does not end in input_layernorm's size 5/);
+    const r = gpu.upload(randn(8, 3), [2, 4], 'f32', 'o_proj');
+    const w4 = gpu.upload(randn(4, 4), [4], 'f32', 'post_attention_layernorm');
+    expect(() => addRmsnorm(gpu, x, r, w4, EPS)).toThrow(/add_rmsnorm: o_proj/);
   });
 });

@@ -124,7 +124,8 @@ describe('Qwen3Model', () => {
     const save: Partial<LayerSaved> = {};
     const y = model.layerForward(0, x, ctx, save);
     const plain = model.layerForward(0, x, ctx);
-    expect(await gpu.readF32(y)).toEqual(await gpu.readF32(plain));
+    // Without save, q/k norm + rope run fused: the same values up to the order of the sum of squares.
+    expect(relError(await gpu.readF32(y), await gpu.readF32(plain))).toBeLessThan(1e-6);
     const keys = ['x', 'attnNorm', 'attnRstd', 'qPre', 'qRstd', 'kPre', 'kRstd', 'q', 'k', 'v', 'attn', 'lse', 'h', 'mlpNorm', 'mlpRstd', 'gate', 'up', 'act'];
     expect(Object.keys(save).sort()).toEqual(keys.sort());
     expect(save.x).toBe(x);
