@@ -4,6 +4,10 @@
 // writeBuffer, an empty submit, a 4-byte mapAsync round trip). Small dispatches are where Deno/wgpu
 // was 20x slower than Dawn on the H200 (a 1x3072x1024 matmul: 0.6 ms vs 30 us, 2026-12-01): these rows
 // say which part. No PyTorch baseline (there is no such split there).
+// gpu_us_per_dispatch_* is the GPU's side: N tiny dispatches recorded in one pass, timed by the pass's
+// own timestamps (falling back to wall clock around one submit without timestamp-query), either each
+// reading the previous one's output (dependent: Dawn puts a barrier between them) or each writing a
+// buffer of its own (independent). It is the floor under every decode step's ~400 dispatches.
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
 import { scale } from '../src/kernels/elementwise.ts';
@@ -52,6 +56,57 @@ const CASES = (quick: boolean): Case[] => [
   },
 ];
 
+/** GPU time of one tiny dispatch (1024-element scale) among `n` in one pass, us. */
+async function gpuTimePerDispatch(gpu: Gpu, n: number, dependent: boolean): Promise<number> {
+  const d = gpu.device;
+  const pipeline = gpu.pipeline('elementwise', 'scale', { aliases: { T: 'f32' } });
+  const layout = pipeline.getBindGroupLayout(0);
+  const u = d.createBuffer({ size: 256, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  d.queue.writeBuffer(u, 0, new Uint32Array([1024, new Uint32Array(new Float32Array([1.0001]).buffer)[0]!, 1, 0]));
+  const size = 4096;
+  const make = () => d.createBuffer({ size, usage: GPUBufferUsage.STORAGE });
+  const buffers = dependent ? [make(), make()] : Array.from({ length: n + 1 }, make);
+  const groups = Array.from({ length: n }, (_, i) => {
+    const [src, dst] = dependent ? [buffers[i % 2]!, buffers[(i + 1) % 2]!] : [buffers[0]!, buffers[i + 1]!];
+    return d.createBindGroup({ layout, entries: [{ binding: 0, resource: { buffer: u, offset: 0, size: 16 } }, { binding: 1, resource: { buffer: src } }, { binding: 3, resource: { buffer: dst } }] });
+  });
+  const timestamps = gpu.has('timestamp-query');
+  const set = timestamps ? d.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+  const resolved = d.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+  const read = d.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const times: number[] = [];
+  for (let r = 0; r < 4; r++) {
+    const e = d.createCommandEncoder();
+    const pass = e.beginComputePass(set ? { timestampWrites: { querySet: set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
+    pass.setPipeline(pipeline);
+    for (const g of groups) {
+      pass.setBindGroup(0, g);
+      pass.dispatchWorkgroups(4);
+    }
+    pass.end();
+    if (set) {
+      e.resolveQuerySet(set, 0, 2, resolved, 0);
+      e.copyBufferToBuffer(resolved, 0, read, 0, 16);
+    }
+    const commands = e.finish();
+    const t0 = now();
+    d.queue.submit([commands]);
+    await d.queue.onSubmittedWorkDone();
+    const wall = (now() - t0) * 1000;
+    if (set) {
+      await read.mapAsync(GPUMapMode.READ);
+      const [begin, end] = new BigUint64Array(read.getMappedRange().slice(0));
+      read.unmap();
+      times.push(Number(end! - begin!) / 1000);
+    } else {
+      times.push(wall);
+    }
+  }
+  for (const b of [...buffers, u, resolved, read]) b.destroy();
+  set?.destroy();
+  return median(times.slice(1)) / n;
+}
+
 export async function benchDispatch(gpu: Gpu, opts: { quick: boolean; filter?: string }): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   const n = opts.quick ? 20 : 500;
@@ -89,6 +144,10 @@ export async function benchDispatch(gpu: Gpu, opts: { quick: boolean; filter?: s
       for (const t of tensors) t.release();
     }
     gpu.cacheBindGroups = saved;
+    for (const dependent of [true, false]) {
+      const name = `gpu_us_per_dispatch_${dependent ? 'dependent' : 'independent'}_scale_f32_1024`;
+      if (wanted(name)) rows.push(benchRow(gpu, name, await gpuTimePerDispatch(gpu, n * 2, dependent), 'us'));
+    }
     // The WebGPU calls alone.
     const d = gpu.device;
     if (wanted('webgpu_')) {
