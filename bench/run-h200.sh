@@ -7,7 +7,7 @@
 # A call carries 64 MiB at most, so one runtime per call:
 #   carry [".device/gl", ".device/node", ".device/dist"]   command: bash bench/run-h200.sh node kernels attention model
 #   carry [".device/gl", ".device/deno", ".device/dist"]   command: bash bench/run-h200.sh deno kernels attention model
-#   (then the same with: load rollout training)
+#   (then the same with: load rollout training, and: grpo)
 # It writes $OUT/rows.jsonl, torch-<suite>.json, results.json and bench.log; copy the results.json rows into
 # bench/results.json and the figures (with date and machine) into bench/RESULTS.md.
 set -uo pipefail
@@ -49,7 +49,8 @@ for line in open(os.path.join(out, "rows.jsonl")):
     if not line.startswith("{"):
         continue
     r = json.loads(line)
-    # tensor-core rows (matmul_tc[<tile>]_<f16|f16w>_...) against cuBLAS bf16 of the same shape
+    # the PyTorch row of the same name (ratio = troupe / PyTorch: above 1 a rate is faster, a time or memory
+    # larger); tensor-core rows (matmul_tc[<tile>]_<f16|f16w>_...) against cuBLAS bf16 of the same shape
     t = torch.get(re.sub(r"^matmul_tc\w*?_f16w?_", "matmul_bf16w_", r["name"]))
     if t and t["unit"] == r["unit"] and t["value"] > 0:
         r["baseline"], r["ratio"] = t["value"], r["value"] / t["value"]
@@ -58,5 +59,5 @@ json.dump(rows, open(os.path.join(out, "results.json"), "w"), indent=1)
 for r in rows:
     ratio = f"{r['ratio']:.3f}" if "ratio" in r else "-"
     ceiling = f"{r['ofCeiling']:.3f}" if "ofCeiling" in r else "-"
-    print(f"{r.get('runtime','?'):5} {r['name']:60} {r['value']:12.1f} {r['unit']:8} ratio {ratio}  of ceiling {ceiling}")
+    print(f"{r.get('runtime','?'):5} {r['name']:60} {r['value']:12.6g} {r['unit']:8} ratio {ratio}  of ceiling {ceiling}")
 PY

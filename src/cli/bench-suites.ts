@@ -2,6 +2,7 @@
 import { benchAttention } from '../../bench/attention.ts';
 import { benchDispatch } from '../../bench/dispatch.ts';
 import { benchGraders } from '../../bench/graders.ts';
+import { benchGrpoStep } from '../../bench/grpo-step.ts';
 import { benchKernels } from '../../bench/kernels.ts';
 import { benchInference } from '../../bench/inference.ts';
 import { benchLoad } from '../../bench/load.ts';
@@ -32,6 +33,12 @@ export const BENCH_SUITES: BenchSuite[] = [
   { name: 'attention', summary: 'prefill, backward, paged decode/prefill, kv write in GFLOP/s or GB/s (bench/attention.ts)', run: (gpu, o) => benchAttention(gpu, { quick: o.quick, filter: o.filter }) },
   { name: 'dispatch', summary: 'host-side cost of a dispatch in us: record, submit, wait; bind groups cached or not; the WebGPU calls alone (bench/dispatch.ts)', run: (gpu, o) => benchDispatch(gpu, { quick: o.quick, filter: o.filter }) },
   { name: 'graders', summary: 'reward graders: latency, and how far past their time limits the code sandbox and the math symbolic check stop, in ms (bench/graders.ts)', run: (gpu, o) => benchGraders(gpu, { quick: o.quick, filter: o.filter }) },
+  {
+    name: 'grpo',
+    summary: 'one GRPO step of Voting (64 episodes, 256 sequences x 128 new tokens, 2 rank-64 adapters): seconds of the step, rollout, reward and update, tokens/s (bench/grpo-step.ts)',
+    options: { preset: { type: 'string', help: 'model shape: Qwen3-0.6B (default), Qwen3-1.7B, Qwen3-4B' } },
+    run: (gpu, o) => benchGrpoStep(gpu, { quick: o.quick, filter: o.filter, preset: typeof o.extra.preset === 'string' ? o.extra.preset : undefined }),
+  },
   { name: 'kernels', summary: 'matmul, softmax, elementwise … in GFLOP/s or GB/s (bench/kernels.ts)', run: (gpu, o) => benchKernels(gpu, { quick: o.quick, filter: o.filter }) },
   { name: 'load', summary: 'random Qwen3 weights and bf16 checkpoint loading onto the GPU in GB/s (bench/load.ts)', run: (gpu, o) => benchLoad(gpu, { quick: o.quick, filter: o.filter }) },
   { name: 'lora', summary: 'per-row multi-LoRA (3 adapters + base interleaved): lora_rows bank vs one adapter, GB/s (bench/lora-rows.ts)', run: (gpu, o) => benchLoraRows(gpu, { quick: o.quick, filter: o.filter }) },
