@@ -33,7 +33,7 @@ function checkDims(kernel: string, d: AttentionDims): { group: number; scale: nu
 }
 
 /** Workgroup memory (bytes) of each entry point for a head dim, as declared in its shader. */
-export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'decode' | 'dkdv' | 'dq', headDim: number): number {
+export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'decode' | 'decode2' | 'dkdv' | 'dq', headDim: number, group = 1): number {
   const ns = Math.ceil(headDim / 4);
   const vec4 = 16;
   switch (kernel) {
@@ -47,6 +47,11 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'deco
       return vec4 * (16 * ns + 32 * (ns + 1) + 2 * 4 * 32) + 4 * (2 * 16 + 32 + 2);
     case 'decode':
       return vec4 * (4 * Math.max(1, Math.floor(headDim / 4)) + 4 * 4 * 32 + 8) + 4 * (128 + 8 + 2);
+    case 'decode2': {
+      // shaders/attention_decode.wgsl (f16 cache: 8 elements a load): queries, max tree, probabilities, slots, merge
+      const keyGroups = 128 / (headDim / 8);
+      return vec4 * group * (headDim / 4) + 4 * (2 * group * 128 + 128 + keyGroups * headDim);
+    }
     case 'dkdv':
       return vec4 * (2 * 8 * (ns + 1) + 2 * 16 * (ns + 1) + 2 * 2 * 16) + 4 * (4 * 16 + 2);
     case 'dq':
@@ -140,10 +145,30 @@ export function pagedSplits(workgroups: number, maxSeqLen: number, keyStep: numb
   return { splits: Math.max(1, Math.ceil(maxSeqLen / chunk)), chunk };
 }
 
+/** Whether a decode step (one query per sequence) can take shaders/attention_decode.wgsl: its 16-byte loads need
+ *  HD a multiple of 8 (f16 cache) or 4 (f32), with a power-of-two number of loads per row, and its workgroup
+ *  memory (sized by the GQA group) must fit the device. */
+export function decodeV2Applies(gpu: Gpu, headDim: number, group: number, cacheDtype: 'f32' | 'f16'): boolean {
+  const perLoad = cacheDtype === 'f16' ? 8 : 4;
+  const loads = headDim / perLoad;
+  if (!Number.isInteger(loads) || loads & (loads - 1)) return false;
+  // The f32 cache has half the key groups of the f16 one: the f16 size bounds both.
+  return workgroupBytes('decode2', Math.max(headDim, 8), group) <= gpu.limits.maxComputeWorkgroupStorageSize;
+}
+
+/** Which kernel attentionPaged runs for Tq queries of a batch (see there). */
+export function pagedKernel(gpu: Gpu, dims: AttentionDims, cacheDtype: 'f32' | 'f16', Tq: number, batch: Pick<PagedBatch, 'numSeqs' | 'maxQueries'>): 'decode2' | 'decode' | 'paged' {
+  const group = dims.nHeads / dims.nKv;
+  const maxQueries = batch.maxQueries ?? Tq;
+  if (Tq === batch.numSeqs && maxQueries === 1 && decodeV2Applies(gpu, dims.headDim, group, cacheDtype)) return 'decode2';
+  return dims.headDim % 4 === 0 && maxQueries * group <= DECODE_ROWS ? 'decode' : 'paged';
+}
+
 /** Inference over the paged KV cache: queries of new tokens (any number per sequence: prefill chunks, prefix-cached
  *  prompts, or 1 per sequence for decode) attend causally to all cached positions of their sequence up to their own
  *  position. The cache already holds these tokens' K/V (write them first). Returns o [Tq, nHeads, hd] f32.
- *  Few rows per sequence (decode) take the `decode` entry point, others the tiled `main`. */
+ *  A decode step takes attention_decode.wgsl where it applies (decodeV2Applies); other calls with few rows per
+ *  sequence the `decode` entry point of attention_paged.wgsl, and the rest its tiled `main`. */
 export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: number, batch: PagedBatch, dims: AttentionDims): Tensor {
   const name = 'attention_paged';
   const { group, scale } = checkDims(name, dims);
@@ -159,13 +184,13 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   expectSize(name, batch.pageTable, batch.numSeqs * batch.maxPages);
   const o = gpu.tensor([Tq, dims.nHeads, dims.headDim], 'f32', 'attention_paged.o');
   if (Tq === 0) return o;
-  const seqRows = (batch.maxQueries ?? Tq) * group;
-  const decode = dims.headDim % 4 === 0 && seqRows <= DECODE_ROWS;
-  const qTiles = ceilDiv(seqRows, decode ? 4 : BQ);
-  const { splits, chunk } = pagedSplits(batch.numSeqs * dims.nKv * qTiles, batch.maxSeqLen, decode ? 128 : 32);
-  checkGrid(name, qTiles * splits);
-  checkWorkgroupMemory(gpu, name, decode ? 'decode' : 'paged', dims.headDim);
   if (batch.numSeqs > MAX_WORKGROUPS) throw new ShapeError(`${name}: ${batch.numSeqs} sequences exceed ${MAX_WORKGROUPS}`);
+  const seqRows = (batch.maxQueries ?? Tq) * group;
+  const kernel = pagedKernel(gpu, dims, cache.dtype, Tq, batch);
+  const qTiles = kernel === 'decode2' ? 1 : ceilDiv(seqRows, kernel === 'decode' ? 4 : BQ);
+  const { splits, chunk } = pagedSplits(batch.numSeqs * dims.nKv * qTiles, batch.maxSeqLen, kernel === 'paged' ? 32 : 128);
+  checkGrid(name, qTiles * splits);
+  if (kernel !== 'decode2') checkWorkgroupMemory(gpu, name, kernel, dims.headDim);
   const rows = Tq * dims.nHeads;
   const parts = splits > 1 ? gpu.tensor([splits, rows, dims.headDim], 'f32', 'attention_paged.parts') : o;
   const ml = gpu.tensor([splits > 1 ? splits * rows * 2 : 2], 'f32', 'attention_paged.ml');
@@ -175,17 +200,27 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
     .f32(scale * LOG2E).u32(0).u32(0).u32(0);
   const kc = cache.k[layer]!;
   const vc = cache.v[layer]!;
-  gpu.dispatch({
-    shader: 'attention_paged',
-    entry: decode ? 'decode' : 'main',
-    variant,
-    uniforms,
-    bindings: decode
-      ? [q, null, null, batch.qStarts, batch.qPositions, batch.pageTable, parts, ml, null, kc, vc]
-      : [q, kc, vc, batch.qStarts, batch.qPositions, batch.pageTable, parts, ml],
-    workgroups: [qTiles * splits, dims.nKv, batch.numSeqs],
-    label: decode ? `${name}.decode` : name,
-  });
+  const tables = [batch.qStarts, batch.qPositions, batch.pageTable, parts, ml];
+  if (kernel === 'decode2') {
+    gpu.dispatch({
+      shader: 'attention_decode',
+      variant: { consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16' } },
+      uniforms,
+      bindings: [q, kc, vc, ...tables],
+      workgroups: [splits, dims.nKv, batch.numSeqs],
+      label: 'attention_decode',
+    });
+  } else {
+    gpu.dispatch({
+      shader: 'attention_paged',
+      entry: kernel === 'decode' ? 'decode' : 'main',
+      variant,
+      uniforms,
+      bindings: kernel === 'decode' ? [q, null, null, ...tables, null, kc, vc] : [q, kc, vc, ...tables],
+      workgroups: [qTiles * splits, dims.nKv, batch.numSeqs],
+      label: kernel === 'decode' ? `${name}.decode` : name,
+    });
+  }
   if (splits > 1) {
     gpu.dispatch({
       shader: 'attention_paged',

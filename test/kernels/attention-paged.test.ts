@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { type AttentionDims, attentionPaged, attentionPrefill } from '../../src/kernels/attention.ts';
+import { type AttentionDims, attentionPaged, attentionPrefill, pagedKernel } from '../../src/kernels/attention.ts';
 import { KvCache, KvCacheError, releaseBatch } from '../../src/model/kv-cache.ts';
 import { starts, uploadQkv } from '../helpers/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
@@ -71,6 +71,14 @@ const PAGED_CASES: Omit<PagedCase, 'dtype'>[] = [
   // long context, few sequences: keys split across workgroups and combined (decode, then tiled entry)
   { cached: [600, 290], fresh: [1, 3], dims: { nHeads: 2, nKv: 1, headDim: 16 } },
   { cached: [300, 40], fresh: [20, 2], dims: { nHeads: 2, nKv: 2, headDim: 16 } },
+  // decode version 2: Qwen3-0.6B heads with splits, no GQA, groups of 4 and 8, odd lengths, hd 8 (one load a row)
+  { cached: [700, 3, 129], fresh: [1, 1, 1], dims: { nHeads: 16, nKv: 8, headDim: 128 } },
+  { cached: [31, 250], fresh: [1, 1], dims: { nHeads: 3, nKv: 3, headDim: 64 } },
+  { cached: [1000], fresh: [1], dims: { nHeads: 8, nKv: 2, headDim: 32 } },
+  { cached: [77, 0, 300], fresh: [1, 1, 1], dims: { nHeads: 8, nKv: 1, headDim: 128 } },
+  { cached: [9, 44], fresh: [1, 1], dims: { nHeads: 2, nKv: 1, headDim: 8 } },
+  // hd 24: 3 f16 (6 f32) loads a row, not a power of two: the version-1 decode entry
+  { cached: [40, 2], fresh: [1, 1], dims: { nHeads: 4, nKv: 2, headDim: 24 } },
 ];
 
 describe('attentionPaged', () => {
@@ -83,6 +91,19 @@ describe('attentionPaged', () => {
       });
     }
   }
+
+  it('decode steps take version 2 where its loads fit, other calls the version-1 entries', async () => {
+    const gpu = await testGpu();
+    const one = { numSeqs: 3, maxQueries: 1 };
+    const qwen = { nHeads: 16, nKv: 8, headDim: 128 };
+    expect(pagedKernel(gpu, qwen, 'f16', 3, one)).toBe('decode2');
+    expect(pagedKernel(gpu, qwen, 'f32', 3, one)).toBe('decode2');
+    expect(pagedKernel(gpu, { nHeads: 4, nKv: 2, headDim: 24 }, 'f16', 3, one)).toBe('decode');
+    expect(pagedKernel(gpu, { nHeads: 4, nKv: 2, headDim: 24 }, 'f32', 3, one)).toBe('decode');
+    expect(pagedKernel(gpu, { nHeads: 4, nKv: 2, headDim: 4 }, 'f32', 3, one)).toBe('decode2');
+    expect(pagedKernel(gpu, qwen, 'f16', 4, { numSeqs: 3, maxQueries: 2 })).toBe('decode');
+    expect(pagedKernel(gpu, qwen, 'f16', 30, { numSeqs: 3, maxQueries: 20 })).toBe('paged');
+  });
 
   it('cache write + attentionPaged equals attentionPrefill', async () => {
     const gpu = await testGpu();

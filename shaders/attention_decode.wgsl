@@ -1,0 +1,154 @@
+// Decode attention over the paged KV cache, version 2: one query per sequence (a decode step), all G query
+// heads of a GQA group against one kv head, one split of the keys (flash-decoding; `combine` in
+// attention_paged.wgsl merges splits). Same bindings, parameters and outputs as attention_paged.wgsl's
+// `decode` entry, which it replaces where it applies (src/kernels/attention.ts: HD a multiple of 8 (f16)
+// or 4 (f32) with HD / LW lanes a power of two): that one moved 0.3 TB/s of KV on the H200, 4 rows a
+// workgroup of which Qwen3's G = 2 were real, 6 barriers and 32-key serial loops per 128 keys.
+// Here, per tile of 128 keys:
+//   scores  thread t takes key t whole: its K row in 16-byte loads (8 f16 or 4 f32) against the G query
+//           rows held in workgroup memory, so no partial sums cross threads;
+//   softmax the tile's max per row by a tree over the 128 threads, then p = exp2(s − m) for the thread's key;
+//   values  HD / LW threads per V row (16-byte loads, neighbouring threads neighbouring bytes), 128 / (HD / LW)
+//           keys at once; each thread keeps G × LW accumulators, merged across key groups at the end.
+// The cache is read as vec4<u32> whatever its type: f16 pairs unpacked with unpack2x16float (no shader-f16
+// needed), f32 by bitcast. Variant consts: HD, G (query heads per kv head), F16 (the cache holds f16).
+struct Params {
+  Tq: u32, nHeads: u32, nKv: u32, group: u32, pageSize: u32, maxPages: u32, splits: u32, chunk: u32,
+  scale2: f32, _p0: u32, _p1: u32, _p2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;               // [Tq, nHeads, HD]
+@group(0) @binding(2) var<storage, read> kc: array<vec4<u32>>;        // [slots, nKv, HD] f16 or f32, 16 bytes a load
+@group(0) @binding(3) var<storage, read> vc: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read> qStarts: array<u32>;
+@group(0) @binding(5) var<storage, read> qPositions: array<u32>;
+@group(0) @binding(6) var<storage, read> pageTable: array<u32>;
+// splits == 1: o [Tq, nHeads, HD]; else partial o [splits, Tq, nHeads, HD] (unnormalised)
+@group(0) @binding(7) var<storage, read_write> out: array<f32>;
+@group(0) @binding(8) var<storage, read_write> partML: array<vec2f>;  // [splits, Tq·nHeads]: (max, sum), log2 domain
+
+const WG = 128u;
+const LW = select(4u, 8u, F16);   // cache elements per 16-byte load
+const NA = LW / 4u;               // vec4f per load
+const LPR = u32(HD) / LW;         // loads per row (threads per V row)
+const KG = WG / LPR;              // keys whose V rows are read at once
+const QV = u32(HD) / 4u;          // vec4f per query row
+const MASKED = -3.0e38;
+
+var<workgroup> qs: array<vec4f, G * QV>;
+var<workgroup> red: array<f32, G * WG>;
+var<workgroup> probs: array<f32, G * WG>;
+var<workgroup> slots: array<u32, WG>;
+var<workgroup> merged: array<f32, KG * u32(HD)>;
+
+/** The 16 bytes at i as LW f32 values (lo, and for f16 hi). */
+struct Load { lo: vec4f, hi: vec4f }
+
+fn unpack(v: vec4<u32>) -> Load {
+  if (F16) {
+    return Load(vec4f(unpack2x16float(v.x), unpack2x16float(v.y)), vec4f(unpack2x16float(v.z), unpack2x16float(v.w)));
+  }
+  return Load(bitcast<vec4f>(v), vec4f(0.0));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let split = wid.x;
+  let kvh = wid.y;
+  let seq = wid.z;
+  let t = qStarts[seq];
+  let pos = qPositions[t];
+  let row0 = t * p.nHeads + kvh * G;   // first of the G query rows
+  for (var i = tid; i < G * QV; i += WG) {
+    let b = (row0 + i / QV) * u32(HD) + 4u * (i % QV);
+    qs[i] = vec4f(q[b], q[b + 1u], q[b + 2u], q[b + 3u]);
+  }
+  let begin = split * p.chunk;
+  let end = max(begin, min(pos + 1u, begin + p.chunk));
+  let pages = seq * p.maxPages;
+  let lane = tid % LPR;
+  let kg = tid / LPR;
+  var m: array<f32, G>;
+  var l: array<f32, G>;
+  var acc: array<vec4f, G * NA>;
+  for (var r = 0u; r < G; r++) { m[r] = -1.0e30; l[r] = 0.0; }
+  for (var a = 0u; a < G * NA; a++) { acc[a] = vec4f(0.0); }
+  workgroupBarrier();
+  for (var kb = begin; kb < end; kb += WG) {
+    let key = kb + tid;
+    var s: array<f32, G>;
+    for (var r = 0u; r < G; r++) { s[r] = MASKED; }
+    if (key < end) {
+      let slot = pageTable[pages + key / p.pageSize] * p.pageSize + key % p.pageSize;
+      slots[tid] = slot;
+      let base = (slot * p.nKv + kvh) * LPR;
+      var dots: array<f32, G>;
+      for (var r = 0u; r < G; r++) { dots[r] = 0.0; }
+      for (var c = 0u; c < LPR; c++) {
+        let k = unpack(kc[base + c]);
+        for (var r = 0u; r < G; r++) {
+          dots[r] += dot(qs[r * QV + c * NA], k.lo);
+          if (F16) { dots[r] += dot(qs[r * QV + c * NA + 1u], k.hi); }
+        }
+      }
+      for (var r = 0u; r < G; r++) { s[r] = dots[r] * p.scale2; }
+    }
+    for (var r = 0u; r < G; r++) { red[r * WG + tid] = s[r]; }
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st >>= 1u) {
+      if (tid < st) {
+        for (var r = 0u; r < G; r++) { red[r * WG + tid] = max(red[r * WG + tid], red[r * WG + tid + st]); }
+      }
+      workgroupBarrier();
+    }
+    var alpha: array<f32, G>;
+    for (var r = 0u; r < G; r++) {
+      let mt = max(m[r], red[r * WG]);
+      alpha[r] = exp2(m[r] - mt);
+      let pr = exp2(s[r] - mt);
+      m[r] = mt;
+      l[r] = l[r] * alpha[r] + pr;
+      probs[r * WG + tid] = pr;
+      for (var a = 0u; a < NA; a++) { acc[r * NA + a] *= alpha[r]; }
+    }
+    workgroupBarrier();
+    let n = min(WG, end - kb);
+    for (var j = kg; j < n; j += KG) {
+      let v = unpack(vc[(slots[j] * p.nKv + kvh) * LPR + lane]);
+      for (var r = 0u; r < G; r++) {
+        let pj = probs[r * WG + j];
+        acc[r * NA] += pj * v.lo;
+        if (F16) { acc[r * NA + 1u] += pj * v.hi; }
+      }
+    }
+    workgroupBarrier();
+  }
+  // l: the sum of every thread's own share; o: the sum over key groups. Rows one at a time through red / merged.
+  for (var r = 0u; r < G; r++) {
+    red[tid] = l[r];
+    for (var a = 0u; a < NA; a++) {
+      let d = lane * LW + 4u * a;
+      let v = acc[r * NA + a];
+      merged[kg * u32(HD) + d] = v.x;
+      merged[kg * u32(HD) + d + 1u] = v.y;
+      merged[kg * u32(HD) + d + 2u] = v.z;
+      merged[kg * u32(HD) + d + 3u] = v.w;
+    }
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st >>= 1u) {
+      if (tid < st) { red[tid] += red[tid + st]; }
+      workgroupBarrier();
+    }
+    let lt = red[0];
+    if (tid < u32(HD)) {
+      var o = 0.0;
+      for (var g = 0u; g < KG; g++) { o += merged[g * u32(HD) + tid]; }
+      var inv = 1.0;
+      if (p.splits == 1u) { inv = 1.0 / lt; }
+      out[(split * p.Tq * p.nHeads + row0 + r) * u32(HD) + tid] = o * inv;
+    }
+    if (tid == 0u && p.splits > 1u) { partML[split * p.Tq * p.nHeads + row0 + r] = vec2f(m[r], lt); }
+    workgroupBarrier();
+  }
+}
