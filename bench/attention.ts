@@ -1,5 +1,5 @@
 // Attention benchmark at Qwen3-0.6B shapes (16 heads, 8 kv heads, head dim 128): packed causal prefill
-// forward and backward (8 sequences of 1024), paged decode (256 sequences × 1024 cached tokens, one new
+// forward and backward (8 sequences of 1024), paged decode (256 sequences, and 1, × 1024 cached tokens, one new
 // token each) and a paged prefill chunk, with the f16 cache when the device has shader-f16. Values are
 // GFLOP/s of the nominal causal work (forward 4·hd FLOPs per (query, visible key, head); backward 2.5×
 // that, as FlashAttention counts it), or GB/s of K/V cache read (decode) / written (kv_write). Timing:
@@ -107,12 +107,14 @@ export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: 
   }
 
   const cacheTag = gpu.f16 ? 'f16cache' : 'f32cache';
-  const decodeName = `attention_decode_${cacheTag}_${sh.decodeSeqs}x${sh.decodeLen}_${tag}`;
-  if (want(decodeName)) {
-    const p = pagedSetup(gpu, dims, Array(sh.decodeSeqs).fill(sh.decodeLen), 1);
+  // Decode at the rollout batch, and one sequence (the batch-1 decode loop: few workgroups, keys split).
+  for (const seqs of [sh.decodeSeqs, 1]) {
+    const decodeName = `attention_decode_${cacheTag}_${seqs}x${sh.decodeLen}_${tag}`;
+    if (!want(decodeName)) continue;
+    const p = pagedSetup(gpu, dims, Array(seqs).fill(sh.decodeLen), 1);
     const s = await secondsPerCall(gpu, () => [attentionPaged(gpu, p.q, p.cache, 0, p.batch, dims)]);
-    const kvBytes = 2 * sh.decodeSeqs * sh.decodeLen * dims.nKv * D * (p.cache.dtype === 'f16' ? 2 : 4);
-    rows.push(benchRow(gpu, decodeName, (4 * D * H * sh.decodeSeqs * sh.decodeLen) / s / 1e9, 'GFLOP/s'));
+    const kvBytes = 2 * seqs * sh.decodeLen * dims.nKv * D * (p.cache.dtype === 'f16' ? 2 : 4);
+    rows.push(benchRow(gpu, decodeName, (4 * D * H * seqs * sh.decodeLen) / s / 1e9, 'GFLOP/s'));
     rows.push(benchRow(gpu, `${decodeName}_kvread`, kvBytes / s / 1e9, 'GB/s'));
     p.free();
     gpu.pool.trim();
