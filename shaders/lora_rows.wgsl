@@ -1,13 +1,15 @@
 // Per-row multi-LoRA: y[t] += scale[a] · (x[t]·A[a]ᵀ)·B[a]ᵀ with a = rows[t] (NO_ADAPTER: row untouched).
-// A bank holds n adapters side by side, adapter a in slot a: A at a·R·IN as [rank[a], IN] and B at
-// a·OUT·R as [OUT, rank[a]] (each adapter's tensors copied in as they are; R is the bank's largest rank).
-// rank[a] = 0: the adapter does not have this module (contributes nothing).
+// A bank holds n adapters side by side, transposed so that neighbouring threads read neighbouring words:
+// adapter a's Aᵀ [IN, R] at a·IN·R (column j < rank[a] is A's row j) and Bᵀ [R, OUT] at a·R·OUT (row j < rank[a]
+// is B's column j); R is the bank's largest rank, entries past an adapter's rank are never read (src/model/lora-bank.ts
+// fills slots with transpose.wgsl). rank[a] = 0: the adapter does not have this module (contributes nothing).
 // TX is x's storage type, TW the bank's (f32, or f16 when shader-f16); math, u and y are f32.
 // Rows t fold into (y, z) of the grid: t = wg.y + wg.z · nwg.y.
 struct Params { T: u32, IN: u32, OUT: u32, R: u32, n: u32, _p0: u32, _p1: u32, _p2: u32 }
 
 const NO_ADAPTER = 0xffffffffu;
-const SHRINK_LANES = 64u;
+const SHRINK_RANKS = 64u;
+const SHRINK_SLICES = 4u;
 const EXPAND_COLS = 256u;
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -26,34 +28,33 @@ fn rowRank(a: u32) -> u32 {
   return min(rank[a], p.R);
 }
 
-var<workgroup> partial: array<f32, SHRINK_LANES>;
+var<workgroup> partial: array<f32, SHRINK_RANKS * SHRINK_SLICES>;
 
-// u[t, j] = x[t]·A[a, j] for j < R (0 past the adapter's rank): one workgroup per (j, t), its 64 lanes
-// stride along IN (contiguous reads of x and of A's row) and sum in workgroup memory.
-@compute @workgroup_size(SHRINK_LANES)
-fn shrink(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lane: u32) {
+// u[t, j] = x[t]·Aᵀ[a, :, j] for j < R (0 past the adapter's rank): one workgroup per (row t, 64 ranks), 4 slices
+// of IN per rank summed in workgroup memory. Threads of a slice read 64 neighbouring words of Aᵀ and one x.
+@compute @workgroup_size(SHRINK_RANKS * SHRINK_SLICES)
+fn shrink(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let t = wg.y + wg.z * nwg.y;
-  let j = wg.x;
   if (t >= p.T) { return; }
+  let j = wg.x * SHRINK_RANKS + lid % SHRINK_RANKS;
+  let slice = lid / SHRINK_RANKS;
   let a = rows[t];
   var acc = 0.0;
   if (j < rowRank(a)) {
     let xRow = t * p.IN;
-    let aRow = (a * p.R + j) * p.IN;
-    for (var k = lane; k < p.IN; k += SHRINK_LANES) {
-      acc += f32(x[xRow + k]) * f32(A[aRow + k]);
+    let col = a * p.IN * p.R + j;
+    for (var k = slice; k < p.IN; k += SHRINK_SLICES) {
+      acc += f32(x[xRow + k]) * f32(A[col + k * p.R]);
     }
   }
-  partial[lane] = acc;
+  partial[lid] = acc;
   workgroupBarrier();
-  for (var s = SHRINK_LANES / 2u; s > 0u; s >>= 1u) {
-    if (lane < s) { partial[lane] += partial[lane + s]; }
-    workgroupBarrier();
+  if (slice == 0u && j < p.R) {
+    u[t * p.R + j] = partial[lid] + partial[lid + SHRINK_RANKS] + partial[lid + 2u * SHRINK_RANKS] + partial[lid + 3u * SHRINK_RANKS];
   }
-  if (lane == 0u) { u[t * p.R + j] = partial[0]; }
 }
 
-// y[t, o] += scale[a] · u[t]·B[a, o]: one thread per output column, 256 columns per workgroup.
+// y[t, o] += scale[a] · u[t]·Bᵀ[a, :, o]: one thread per output column, 256 columns per workgroup.
 @compute @workgroup_size(EXPAND_COLS)
 fn expand(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let t = wg.y + wg.z * nwg.y;
@@ -63,10 +64,10 @@ fn expand(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let r = rowRank(a);
   if (r == 0u) { return; }
   let uRow = t * p.R;
-  let bRow = a * p.OUT * p.R + o * r;
+  let col = a * p.R * p.OUT + o;
   var acc = 0.0;
   for (var j = 0u; j < r; j++) {
-    acc += u[uRow + j] * f32(B[bRow + j]);
+    acc += u[uRow + j] * f32(B[col + j * p.OUT]);
   }
   y[t * p.OUT + o] += scale[a] * acc;
 }

@@ -1,7 +1,8 @@
 // 2-D transpose x [R, C] -> out [C, R] (storage T: f32 or f16). A 32x32 tile passes through workgroup
 // memory (one padding column against bank conflicts) so both the read and the write are coalesced.
-// Workgroups of 32x8 threads, each moving 4 elements.
-struct Params { R: u32, C: u32, _p0: u32, _p1: u32 }
+// Workgroups of 32x8 threads, each moving 4 elements. The output may be a block of a larger matrix:
+// out[base + c·ld + r] (ld = R, base = 0 for a plain transpose; a LoRA bank slot otherwise).
+struct Params { R: u32, C: u32, ld: u32, base: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<T>;
@@ -24,6 +25,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   for (var j = lid.y; j < TILE; j += 8u) {
     let c = c0 + j;
     let r = r0 + lid.x;
-    if (r < p.R && c < p.C) { out[c * p.R + r] = T(tile[lid.x * (TILE + 1u) + j]); }
+    if (r < p.R && c < p.C) { out[p.base + c * p.ld + r] = T(tile[lid.x * (TILE + 1u) + j]); }
   }
 }

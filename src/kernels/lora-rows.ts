@@ -11,13 +11,14 @@ import { ceilDiv, MAX_WORKGROUPS } from './grid.ts';
 export const NO_ADAPTER = 0xffffffff;
 
 const EXPAND_COLS = 256;
+const SHRINK_RANKS = 64;
 
-/** n adapters side by side. Slot a holds adapter a's A [rank[a], in] from offset a·r·in of A, and its
- * B [out, rank[a]] from offset a·out·r of B (r: the bank's largest rank); rank[a] = 0: no such module. */
+/** n adapters side by side, transposed (coalesced reads). Slot a holds adapter a's Aᵀ in A[a] [in, r] (columns
+ * j < rank[a]) and its Bᵀ in B[a] [r, out] (rows j < rank[a]); r: the bank's largest rank; rank[a] = 0: no such module. */
 export interface LoraRowsBank {
-  /** f32 (or f16 when gpu.f16) [n, r, in] */
+  /** f32 (or f16 when gpu.f16) [n, in, r] */
   A: Tensor;
-  /** same dtype as A, [n, out, r] */
+  /** same dtype as A, [n, r, out] */
   B: Tensor;
   /** f32 [n]: alpha / rank of each adapter */
   scale: Tensor;
@@ -35,13 +36,13 @@ function rowGrid(x: number, T: number): [number, number, number] {
  * Slots past the bank count as none (the kernel never reads out of bounds); callers check indices. */
 export function loraRows(gpu: Gpu, x: Tensor, y: Tensor, rows: Tensor, bank: LoraRowsBank, label = 'lora_rows'): void {
   if (x.shape.length !== 2) throw new ShapeError(`${label}: ${x.label} has shape [${x.shape}], expected [T, in]`);
-  if (bank.A.shape.length !== 3) throw new ShapeError(`${label}: ${bank.A.label} has shape [${bank.A.shape}], expected [n, r, in]`);
+  if (bank.A.shape.length !== 3) throw new ShapeError(`${label}: ${bank.A.label} has shape [${bank.A.shape}], expected [n, in, r]`);
   const [T, IN] = x.shape as [number, number];
-  const [n, R] = bank.A.shape as [number, number, number];
-  if (bank.A.shape[2] !== IN) throw new ShapeError(`${label}: ${bank.A.label} has shape [${bank.A.shape}], expected [n, r, ${IN}] for ${x.label} [${x.shape}]`);
+  const [n, , R] = bank.A.shape as [number, number, number];
+  if (bank.A.shape[1] !== IN) throw new ShapeError(`${label}: ${bank.A.label} has shape [${bank.A.shape}], expected [n, ${IN}, r] for ${x.label} [${x.shape}]`);
   if (y.shape.length !== 2 || y.shape[0] !== T) throw new ShapeError(`${label}: ${y.label} has shape [${y.shape}], expected [${T}, out]`);
   const OUT = y.shape[1]!;
-  expectShape(label, bank.B, [n, OUT, R]);
+  expectShape(label, bank.B, [n, R, OUT]);
   expectShape(label, bank.scale, [n]);
   expectShape(label, bank.rank, [n]);
   expectShape(label, rows, [T]);
@@ -54,7 +55,6 @@ export function loraRows(gpu: Gpu, x: Tensor, y: Tensor, rows: Tensor, bank: Lor
   expectDtype(label, y, 'f32');
   if ((x.dtype === 'f16' || bank.A.dtype === 'f16') && !gpu.f16) throw new ShapeError(`${label}: f16 operands need the shader-f16 feature, which this device lacks`);
   if (T < 1 || IN < 1 || OUT < 1 || R < 1 || n < 1) throw new ShapeError(`${label}: empty shape T ${T}, in ${IN}, out ${OUT}, r ${R}, adapters ${n}`);
-  if (R > MAX_WORKGROUPS) throw new ShapeError(`${label}: rank ${R} exceeds ${MAX_WORKGROUPS}`);
 
   const u = gpu.tensor([T, R], 'f32', `${label}.u`);
   const variant = { aliases: { TX: x.dtype, TW: bank.A.dtype } };
@@ -65,7 +65,7 @@ export function loraRows(gpu: Gpu, x: Tensor, y: Tensor, rows: Tensor, bank: Lor
     variant,
     uniforms: uniforms(),
     bindings: [x, bank.A, null, null, bank.rank, rows, u, null],
-    workgroups: rowGrid(R, T),
+    workgroups: rowGrid(ceilDiv(R, SHRINK_RANKS), T),
     label: `${label}.shrink`,
   });
   gpu.dispatch({

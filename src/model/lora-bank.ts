@@ -1,7 +1,7 @@
 // Every adapter of an AdapterSet side by side on the GPU, so one forward can give each row its own
 // adapter (or none) through the lora_rows kernel: no sorting rows by adapter, no row copies. Per
-// (layer, module) a bank A [n, r, in] and B [n, out, r] (r: the largest rank) is filled by GPU copies of
-// each adapter's A and B. The bank remembers the version of each adapter it copied and re-copies any
+// (layer, module) a bank A [n, in, r] and B [n, r, out] (r: the largest rank) holds each adapter's A and B
+// transposed (the kernel's threads then read neighbouring words), filled on the GPU by transposeInto. The bank remembers the version of each adapter it copied and re-copies any
 // adapter whose version moved (an optimizer step, markUpdated) before every forward, so it never serves
 // stale weights. forRows is the per-row path of both the rollout engine and the trainer (AdapterSet.rows):
 // its backward gathers each adapter's rows (x, dy), runs that adapter's LoRA backward on them (matmuls,
@@ -10,6 +10,7 @@ import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { embedding, embeddingBackward } from '../kernels/embedding.ts';
 import { loraRows, type LoraRowsBank, NO_ADAPTER } from '../kernels/lora-rows.ts';
+import { transposeInto } from '../kernels/transpose.ts';
 import { LINEAR_MODULES, type LinearModule, LoraError } from './adapter.ts';
 import type { AdapterSet, LinearShape, LoraAdapter, RowsTrainableAdapter } from './lora.ts';
 
@@ -71,8 +72,8 @@ export class LoraBank {
       }
       for (let l = 0; l < this.numLayers; l++) {
         this.banks.set(`${l}.${m}`, {
-          A: gpu.tensor([n, r, s.in], 'f32', `lora_bank.${l}.${m}.A`),
-          B: gpu.tensor([n, s.out, r], 'f32', `lora_bank.${l}.${m}.B`),
+          A: gpu.tensor([n, s.in, r], 'f32', `lora_bank.${l}.${m}.A`),
+          B: gpu.tensor([n, r, s.out], 'f32', `lora_bank.${l}.${m}.B`),
         });
       }
     }
@@ -100,15 +101,15 @@ export class LoraBank {
     if (this.released) throw new LoraError('LoRA bank was released');
   }
 
-  /** Copies adapter `slot`'s A and B into its slot of every (layer, module) it targets. */
+  /** Writes adapter `slot`'s A [rank, in] and B [out, rank], transposed, into its slot of every (layer, module) it targets. */
   private copyIn(slot: number): void {
     const a = this.adapters[slot]!;
     const r = this.rank;
     for (const { layer, module, pair } of a.entries()) {
       const bank = this.banks.get(`${layer}.${module}`)!;
       const s = this.shapes[module];
-      this.gpu.copy(pair.A, bank.A, a.config.rank * s.in * 4, 0, slot * r * s.in * 4);
-      this.gpu.copy(pair.B, bank.B, s.out * a.config.rank * 4, 0, slot * s.out * r * 4);
+      transposeInto(this.gpu, pair.A, bank.A, r, slot * s.in * r);
+      transposeInto(this.gpu, pair.B, bank.B, s.out, slot * r * s.out);
     }
     this.copied[slot] = a.version;
   }

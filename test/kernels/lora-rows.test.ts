@@ -48,9 +48,16 @@ describe('lora_rows', () => {
         const rank = Uint32Array.from(c.ranks);
         const rows = rowAdapters(c.T, n, 5 + c.T);
         const ty = gpu.upload(y, [c.T, c.out], 'f32', 'y');
+        // The bank holds them transposed (Aᵀ [in, r], Bᵀ [r, out] per slot); past a rank it holds junk.
+        const AT = round(randn(n * c.in * r, 6 + c.in));
+        const BT = round(randn(n * r * c.out, 7 + c.out));
+        for (let a = 0; a < n; a++) {
+          for (let j = 0; j < r; j++) for (let k = 0; k < c.in; k++) AT[(a * c.in + k) * r + j] = A[(a * r + j) * c.in + k]!;
+          for (let j = 0; j < c.ranks[a]!; j++) for (let o = 0; o < c.out; o++) BT[(a * r + j) * c.out + o] = B[a * c.out * r + o * c.ranks[a]! + j]!;
+        }
         const bank = {
-          A: gpu.upload(A, [n, r, c.in], dtype, 'bank.A'),
-          B: gpu.upload(B, [n, c.out, r], dtype, 'bank.B'),
+          A: gpu.upload(AT, [n, c.in, r], dtype, 'bank.A'),
+          B: gpu.upload(BT, [n, r, c.out], dtype, 'bank.B'),
           scale: gpu.upload(scale, [n], 'f32', 'bank.scale'),
           rank: gpu.upload(rank, [n], 'u32', 'bank.rank'),
         };
@@ -73,8 +80,8 @@ describe('lora_rows', () => {
   it('rejects mismatched shapes and dtypes, naming the tensor', async () => {
     const gpu = await testGpu();
     const bank = {
-      A: gpu.upload(randn(2 * 4 * 8, 1), [2, 4, 8], 'f32', 'bank.A'),
-      B: gpu.upload(randn(2 * 6 * 4, 2), [2, 6, 4], 'f32', 'bank.B'),
+      A: gpu.upload(randn(2 * 8 * 4, 1), [2, 8, 4], 'f32', 'bank.A'),
+      B: gpu.upload(randn(2 * 4 * 6, 2), [2, 4, 6], 'f32', 'bank.B'),
       scale: gpu.upload([1, 1], [2], 'f32', 'bank.scale'),
       rank: gpu.upload([4, 4], [2], 'u32', 'bank.rank'),
     };

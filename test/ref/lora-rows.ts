@@ -1,6 +1,7 @@
 // CPU reference (f64) for per-row multi-LoRA (shaders/lora_rows.wgsl): y[t] += s[a]·(x[t]·A[a]ᵀ)·B[a]ᵀ,
 // a = rows[t], rows[t] = NO_ADAPTER (or past the bank) leaves the row as it is.
-// Bank layout: adapter a's A [rank[a], in] from a·r·in of A, its B [out, rank[a]] from a·out·r of B.
+// Reference layout (each adapter's tensors as they are): adapter a's A [rank[a], in] from a·r·in of A, its
+// B [out, rank[a]] from a·out·r of B. The kernel's bank holds them transposed (the test packs them).
 
 export interface LoraRowsDims {
   T: number;
