@@ -99,6 +99,9 @@ export interface AdapterReport {
 }
 
 const UNIFORM_CHUNK = 65536;
+/** Smallest staging buffer of a write, and how many free ones of a size class are kept mapped. */
+const STAGING_MIN = 256;
+const STAGING_KEEP = 16;
 
 export function variantHeader(v: ShaderVariant | undefined): string {
   if (!v) return '';
@@ -138,8 +141,12 @@ export class Gpu {
   private lostInfo: GPUDeviceLostInfo | null = null;
   private destroyed = false;
   private lastKernels: string[] = [];
-  /** Staging buffers of writes recorded in the open batch, destroyed once it is submitted. */
+  /** Staging buffers of writes recorded in the open batch; once it is submitted each is mapped again and returns
+   * to `stagingFree` (creating a mapped buffer per write cost more host time than the decode step's kernels). */
   private staging: GPUBuffer[] = [];
+  /** Mapped staging buffers ready for a write, by size class (a power of two). */
+  private readonly stagingFree = new Map<number, GPUBuffer[]>();
+  readonly stagingStats = { created: 0, reused: 0 };
 
   private constructor(
     readonly device: GPUDevice,
@@ -276,8 +283,15 @@ export class Gpu {
     }
     // queue.writeBuffer would run before the commands recorded so far: go through a staging buffer
     // copied in the batch instead, which keeps program order without a submit.
-    const staging = this.device.createBuffer({ size: len, usage: GPUBufferUsage.COPY_SRC, mappedAtCreation: true, label: `write ${t.label}` });
-    new Uint8Array(staging.getMappedRange()).set(src.subarray(0, len));
+    const cls = Math.max(STAGING_MIN, 2 ** Math.ceil(Math.log2(len)));
+    let staging = this.stagingFree.get(cls)?.pop();
+    if (staging) {
+      this.stagingStats.reused++;
+    } else {
+      staging = this.device.createBuffer({ size: cls, usage: GPUBufferUsage.MAP_WRITE | GPUBufferUsage.COPY_SRC, mappedAtCreation: true, label: 'write staging' });
+      this.stagingStats.created++;
+    }
+    new Uint8Array(staging.getMappedRange(0, len)).set(src.subarray(0, len));
     staging.unmap();
     this.endPass();
     this.encoder!.copyBufferToBuffer(staging, 0, t.buffer, off, len);
@@ -503,7 +517,7 @@ export class Gpu {
     const labels = this.batchLabels;
     this.lastKernels = labels;
     this.device.queue.submit([this.encoder.finish()]);
-    for (const b of this.staging.splice(0)) b.destroy();
+    for (const b of this.staging.splice(0)) this.recycleStaging(b);
     this.encoder = null;
     this.batchLabels = [];
     this.batchBuffers = new Set();
@@ -514,6 +528,19 @@ export class Gpu {
     this.pendingErrors.push(
       validation.then((e) => (e ? new GpuValidationError(`GPU validation error in batch [${names()}]: ${e.message}`) : null)),
       oom.then((e) => (e ? new GpuOutOfMemoryError(`out of GPU memory in batch [${names()}]: ${e.message}`) : null)),
+    );
+  }
+
+  /** Maps a submitted staging buffer again (it resolves once the GPU has read it) and keeps it for a later write. */
+  private recycleStaging(b: GPUBuffer): void {
+    b.mapAsync(GPUMapMode.WRITE).then(
+      () => {
+        let free = this.stagingFree.get(b.size);
+        if (!free) this.stagingFree.set(b.size, (free = []));
+        if (free.length < STAGING_KEEP && !this.destroyed) free.push(b);
+        else b.destroy();
+      },
+      () => b.destroy(), // device lost or destroyed: nothing to keep
     );
   }
 
@@ -545,6 +572,8 @@ export class Gpu {
     if (this.destroyed) return;
     this.flush();
     this.pool.trim();
+    for (const list of this.stagingFree.values()) for (const b of list) b.destroy();
+    this.stagingFree.clear();
     this.bindGroups.clear();
     this.device.destroy();
     this.destroyed = true;

@@ -289,6 +289,35 @@ describe('bind group cache and writes inside a batch', () => {
   });
 });
 
+describe('staged writes', () => {
+  it('reuse their staging buffers once the GPU has read them, and every round reads what it wrote', async () => {
+    const gpu = await Gpu.create();
+    let prev = randn(64, 30);
+    const bv = randn(64, 31);
+    const a = gpu.upload(prev, [64], 'f32', 'a');
+    const b = gpu.upload(bv, [64], 'f32', 'b');
+    for (let round = 0; round < 6; round++) {
+      const v1 = randn(64, 40 + round);
+      const v2 = randn(64, 50 + round);
+      const s1 = add(gpu, a, b); // a in use: both writes below are staged, each in its own buffer
+      gpu.write(a, v1);
+      const s2 = add(gpu, a, b);
+      gpu.write(a, v2);
+      const s3 = add(gpu, a, b);
+      expect(await gpu.readF32(s1)).toEqual(addRef(prev, bv));
+      expect(await gpu.readF32(s2)).toEqual(addRef(v1, bv));
+      expect(await gpu.readF32(s3)).toEqual(addRef(v2, bv));
+      for (const t of [s1, s2, s3]) t.release();
+      prev = v2;
+      await gpu.sync();
+    }
+    // Two buffers a round; after the first rounds they come back mapped and are written again.
+    expect(gpu.stagingStats.created + gpu.stagingStats.reused).toBe(12);
+    expect(gpu.stagingStats.reused).toBeGreaterThan(0);
+    gpu.destroy();
+  });
+});
+
 describe('features', () => {
   it('enables only the features kernels use; the report also lists what the adapter offers', async () => {
     // subgroups + subgroup matrix: the tensor-core matmul (src/kernels/matmul-tc.ts)
