@@ -4,13 +4,10 @@
 // is B's column j); R is the bank's largest rank, entries past an adapter's rank are never read (src/model/lora-bank.ts
 // fills slots with transpose.wgsl). rank[a] = 0: the adapter does not have this module (contributes nothing).
 // TX is x's storage type, TW the bank's (f32, or f16 when shader-f16); math, u and y are f32.
-// Kernels take rows in tiles of TILE_ROWS through `order` (a permutation of the rows, sorted by adapter: the rows of a
-// tile then read the same weights, from L1 after the first); tiles fold into (y, z) of the grid. shrink splits IN
-// into p.splits parts of p.chunk (few rows: more workgroups), each writing its partial u, which expand sums.
-struct Params { T: u32, IN: u32, OUT: u32, R: u32, n: u32, splits: u32, chunk: u32, _p0: u32 }
+// Rows t fold into (y, z) of the grid: t = wg.y + wg.z · nwg.y.
+struct Params { T: u32, IN: u32, OUT: u32, R: u32, n: u32, _p0: u32, _p1: u32, _p2: u32 }
 
 const NO_ADAPTER = 0xffffffffu;
-const TILE_ROWS = 8u;
 const SHRINK_RANKS = 64u;
 const SHRINK_SLICES = 4u;
 const EXPAND_COLS = 256u;
@@ -21,10 +18,9 @@ const EXPAND_COLS = 256u;
 @group(0) @binding(3) var<storage, read> B: array<TW>;
 @group(0) @binding(4) var<storage, read> scale: array<f32>;
 @group(0) @binding(5) var<storage, read> rank: array<u32>;
-@group(0) @binding(6) var<storage, read> rows: array<u32>;            // [T] each row's slot
-@group(0) @binding(7) var<storage, read_write> u: array<f32>;         // [splits, T, R]
+@group(0) @binding(6) var<storage, read> rows: array<u32>;
+@group(0) @binding(7) var<storage, read_write> u: array<f32>;
 @group(0) @binding(8) var<storage, read_write> y: array<f32>;
-@group(0) @binding(9) var<storage, read> order: array<u32>;           // [T]
 
 /** The rank row t uses (0 for no adapter; an index past the bank also counts as none, never read out of bounds). */
 fn rowRank(a: u32) -> u32 {
@@ -32,68 +28,46 @@ fn rowRank(a: u32) -> u32 {
   return min(rank[a], p.R);
 }
 
-var<workgroup> partial: array<f32, TILE_ROWS * SHRINK_RANKS * SHRINK_SLICES>;
+var<workgroup> partial: array<f32, SHRINK_RANKS * SHRINK_SLICES>;
 
-// u[split, t, j] = x[t, part]·Aᵀ[a, part, j] for the tile's rows t and 64 ranks j (0 past a row's rank): threads of a
-// slice read 64 neighbouring words of Aᵀ and one x per row; the 4 slices are summed in workgroup memory.
+// u[t, j] = x[t]·Aᵀ[a, :, j] for j < R (0 past the adapter's rank): one workgroup per (row t, 64 ranks), 4 slices
+// of IN per rank summed in workgroup memory. Threads of a slice read 64 neighbouring words of Aᵀ and one x.
 @compute @workgroup_size(SHRINK_RANKS * SHRINK_SLICES)
 fn shrink(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
-  let t0 = (wg.y + wg.z * nwg.y) * TILE_ROWS;
-  if (t0 >= p.T) { return; }
-  let split = wg.x % p.splits;
-  let j = (wg.x / p.splits) * SHRINK_RANKS + lid % SHRINK_RANKS;
+  let t = wg.y + wg.z * nwg.y;
+  if (t >= p.T) { return; }
+  let j = wg.x * SHRINK_RANKS + lid % SHRINK_RANKS;
   let slice = lid / SHRINK_RANKS;
-  var t: array<u32, TILE_ROWS>;
-  var col: array<u32, TILE_ROWS>;
-  var live: array<bool, TILE_ROWS>;
-  var acc: array<f32, TILE_ROWS>;
-  for (var i = 0u; i < TILE_ROWS; i++) {
-    live[i] = false;
-    acc[i] = 0.0;
-    if (t0 + i < p.T) {
-      t[i] = order[t0 + i];
-      let a = rows[t[i]];
-      live[i] = j < rowRank(a);
-      col[i] = a * p.IN * p.R + j;
+  let a = rows[t];
+  var acc = 0.0;
+  if (j < rowRank(a)) {
+    let xRow = t * p.IN;
+    let col = a * p.IN * p.R + j;
+    for (var k = slice; k < p.IN; k += SHRINK_SLICES) {
+      acc += f32(x[xRow + k]) * f32(A[col + k * p.R]);
     }
   }
-  let k1 = min(p.IN, (split + 1u) * p.chunk);
-  for (var k = split * p.chunk + slice; k < k1; k += SHRINK_SLICES) {
-    for (var i = 0u; i < TILE_ROWS; i++) {
-      if (live[i]) { acc[i] += f32(x[t[i] * p.IN + k]) * f32(A[col[i] + k * p.R]); }
-    }
-  }
-  for (var i = 0u; i < TILE_ROWS; i++) { partial[i * SHRINK_RANKS * SHRINK_SLICES + lid] = acc[i]; }
+  partial[lid] = acc;
   workgroupBarrier();
   if (slice == 0u && j < p.R) {
-    for (var i = 0u; i < TILE_ROWS; i++) {
-      if (t0 + i < p.T) {
-        let b = i * SHRINK_RANKS * SHRINK_SLICES + lid;
-        u[(split * p.T + t[i]) * p.R + j] = partial[b] + partial[b + SHRINK_RANKS] + partial[b + 2u * SHRINK_RANKS] + partial[b + 3u * SHRINK_RANKS];
-      }
-    }
+    u[t * p.R + j] = partial[lid] + partial[lid + SHRINK_RANKS] + partial[lid + 2u * SHRINK_RANKS] + partial[lid + 3u * SHRINK_RANKS];
   }
 }
 
-// y[t, o] += scale[a] · (Σ_split u[split, t])·Bᵀ[a, :, o] for the tile's rows: one thread per output column, 256
-// columns per workgroup; rows of one adapter re-read the same Bᵀ words (L1).
+// y[t, o] += scale[a] · u[t]·Bᵀ[a, :, o]: one thread per output column, 256 columns per workgroup.
 @compute @workgroup_size(EXPAND_COLS)
 fn expand(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
-  let t0 = (wg.y + wg.z * nwg.y) * TILE_ROWS;
+  let t = wg.y + wg.z * nwg.y;
   let o = wg.x * EXPAND_COLS + lid;
-  if (t0 >= p.T || o >= p.OUT) { return; }
-  for (var i = 0u; i < TILE_ROWS && t0 + i < p.T; i++) {
-    let t = order[t0 + i];
-    let a = rows[t];
-    let r = rowRank(a);
-    if (r == 0u) { continue; }
-    let colB = a * p.R * p.OUT + o;
-    var acc = 0.0;
-    for (var j = 0u; j < r; j++) {
-      var uj = 0.0;
-      for (var s = 0u; s < p.splits; s++) { uj += u[(s * p.T + t) * p.R + j]; }
-      acc += uj * f32(B[colB + j * p.OUT]);
-    }
-    y[t * p.OUT + o] += scale[a] * acc;
+  if (t >= p.T || o >= p.OUT) { return; }
+  let a = rows[t];
+  let r = rowRank(a);
+  if (r == 0u) { return; }
+  let uRow = t * p.R;
+  let col = a * p.R * p.OUT + o;
+  var acc = 0.0;
+  for (var j = 0u; j < r; j++) {
+    acc += u[uRow + j] * f32(B[col + j * p.OUT]);
   }
+  y[t * p.OUT + o] += scale[a] * acc;
 }

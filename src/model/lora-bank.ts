@@ -9,7 +9,7 @@
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { embedding, embeddingBackward } from '../kernels/embedding.ts';
-import { loraRows, type LoraRowsBank, NO_ADAPTER, rowOrder, type RowSlots } from '../kernels/lora-rows.ts';
+import { loraRows, type LoraRowsBank, NO_ADAPTER } from '../kernels/lora-rows.ts';
 import { transposeInto } from '../kernels/transpose.ts';
 import { LINEAR_MODULES, type LinearModule, LoraError } from './adapter.ts';
 import type { AdapterSet, LinearShape, LoraAdapter, RowsTrainableAdapter } from './lora.ts';
@@ -142,7 +142,7 @@ export class LoraBank {
       return i;
     });
     const groups: RowGroup[] = [...slots.values()].map((slot) => ({ slot, rows: Uint32Array.from(index.keys()).filter((t) => index[t] === slot), index: null }));
-    const rows: RowSlots = { slot: this.gpu.upload(index, [T], 'u32', 'lora_bank.rows'), order: this.gpu.upload(rowOrder(index), [T], 'u32', 'lora_bank.order') };
+    const rows = this.gpu.upload(index, [T], 'u32', 'lora_bank.rows');
     const checkRows = (what: string, module: LinearModule, t: Tensor) => {
       if (t.shape[0] !== T) throw new LoraError(`LoRA rows ${module}: ${what} ${t.label} has ${t.shape[0]} rows, the batch's adapters name ${T}`);
     };
@@ -189,8 +189,7 @@ export class LoraBank {
       release: () => {
         if (released) return;
         released = true;
-        rows.slot.release();
-        rows.order.release();
+        rows.release();
         for (const g of groups) g.index?.release();
       },
     };
