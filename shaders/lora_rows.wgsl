@@ -4,8 +4,9 @@
 // is B's column j); R is the bank's largest rank, entries past an adapter's rank are never read (src/model/lora-bank.ts
 // fills slots with transpose.wgsl). rank[a] = 0: the adapter does not have this module (contributes nothing).
 // TX is x's storage type, TW the bank's (f32, or f16 when shader-f16); math, u and y are f32.
-// Rows t fold into (y, z) of the grid: t = wg.y + wg.z · nwg.y.
-struct Params { T: u32, IN: u32, OUT: u32, R: u32, n: u32, _p0: u32, _p1: u32, _p2: u32 }
+// Rows t fold into (y, z) of the grid: t = wg.y + wg.z · nwg.y. shrink splits IN into p.splits parts of p.chunk
+// (a batch of few rows then still fills the GPU), each writing its partial u, which expand sums.
+struct Params { T: u32, IN: u32, OUT: u32, R: u32, n: u32, splits: u32, chunk: u32, _p0: u32 }
 
 const NO_ADAPTER = 0xffffffffu;
 const SHRINK_RANKS = 64u;
@@ -19,7 +20,7 @@ const EXPAND_COLS = 256u;
 @group(0) @binding(4) var<storage, read> scale: array<f32>;
 @group(0) @binding(5) var<storage, read> rank: array<u32>;
 @group(0) @binding(6) var<storage, read> rows: array<u32>;
-@group(0) @binding(7) var<storage, read_write> u: array<f32>;
+@group(0) @binding(7) var<storage, read_write> u: array<f32>;         // [splits, T, R]
 @group(0) @binding(8) var<storage, read_write> y: array<f32>;
 
 /** The rank row t uses (0 for no adapter; an index past the bank also counts as none, never read out of bounds). */
@@ -30,31 +31,34 @@ fn rowRank(a: u32) -> u32 {
 
 var<workgroup> partial: array<f32, SHRINK_RANKS * SHRINK_SLICES>;
 
-// u[t, j] = x[t]·Aᵀ[a, :, j] for j < R (0 past the adapter's rank): one workgroup per (row t, 64 ranks), 4 slices
-// of IN per rank summed in workgroup memory. Threads of a slice read 64 neighbouring words of Aᵀ and one x.
+// u[split, t, j] = x[t, part]·Aᵀ[a, part, j] for j < R (0 past the adapter's rank): one workgroup per (row t, 64 ranks,
+// part of IN), 4 slices of the part summed in workgroup memory. Threads of a slice read 64 neighbouring words of Aᵀ
+// and one x.
 @compute @workgroup_size(SHRINK_RANKS * SHRINK_SLICES)
 fn shrink(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let t = wg.y + wg.z * nwg.y;
   if (t >= p.T) { return; }
-  let j = wg.x * SHRINK_RANKS + lid % SHRINK_RANKS;
+  let split = wg.x % p.splits;
+  let j = (wg.x / p.splits) * SHRINK_RANKS + lid % SHRINK_RANKS;
   let slice = lid / SHRINK_RANKS;
   let a = rows[t];
   var acc = 0.0;
   if (j < rowRank(a)) {
     let xRow = t * p.IN;
     let col = a * p.IN * p.R + j;
-    for (var k = slice; k < p.IN; k += SHRINK_SLICES) {
+    let end = min(p.IN, (split + 1u) * p.chunk);
+    for (var k = split * p.chunk + slice; k < end; k += SHRINK_SLICES) {
       acc += f32(x[xRow + k]) * f32(A[col + k * p.R]);
     }
   }
   partial[lid] = acc;
   workgroupBarrier();
   if (slice == 0u && j < p.R) {
-    u[t * p.R + j] = partial[lid] + partial[lid + SHRINK_RANKS] + partial[lid + 2u * SHRINK_RANKS] + partial[lid + 3u * SHRINK_RANKS];
+    u[(split * p.T + t) * p.R + j] = partial[lid] + partial[lid + SHRINK_RANKS] + partial[lid + 2u * SHRINK_RANKS] + partial[lid + 3u * SHRINK_RANKS];
   }
 }
 
-// y[t, o] += scale[a] · u[t]·Bᵀ[a, :, o]: one thread per output column, 256 columns per workgroup.
+// y[t, o] += scale[a] · (Σ_split u[split, t])·Bᵀ[a, :, o]: one thread per output column, 256 columns per workgroup.
 @compute @workgroup_size(EXPAND_COLS)
 fn expand(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let t = wg.y + wg.z * nwg.y;
@@ -67,7 +71,9 @@ fn expand(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let col = a * p.R * p.OUT + o;
   var acc = 0.0;
   for (var j = 0u; j < r; j++) {
-    acc += u[uRow + j] * f32(B[col + j * p.OUT]);
+    var uj = 0.0;
+    for (var s = 0u; s < p.splits; s++) { uj += u[s * p.T * p.R + uRow + j]; }
+    acc += uj * f32(B[col + j * p.OUT]);
   }
   y[t * p.OUT + o] += scale[a] * acc;
 }

@@ -10,8 +10,20 @@ import { ceilDiv, MAX_WORKGROUPS } from './grid.ts';
 /** Row adapter index meaning "no adapter" (the row keeps the base model's output). */
 export const NO_ADAPTER = 0xffffffff;
 
+// As in shaders/lora_rows.wgsl.
 const EXPAND_COLS = 256;
 const SHRINK_RANKS = 64;
+/** Workgroups shrink aims for, and the shortest part of IN it splits off to get them. */
+const SHRINK_WORKGROUPS = 1024;
+const MIN_SPLIT_IN = 256;
+
+/** Parts of IN that shrink splits into: with few rows, more workgroups (each part at least MIN_SPLIT_IN long). */
+function shrinkSplits(T: number, IN: number, R: number): { splits: number; chunk: number } {
+  const workgroups = T * ceilDiv(R, SHRINK_RANKS);
+  const want = Math.max(1, Math.min(ceilDiv(SHRINK_WORKGROUPS, workgroups), Math.floor(IN / MIN_SPLIT_IN)));
+  const chunk = ceilDiv(IN, want);
+  return { splits: ceilDiv(IN, chunk), chunk };
+}
 
 /** n adapters side by side, transposed (coalesced reads). Slot a holds adapter a's Aᵀ in A[a] [in, r] (columns
  * j < rank[a]) and its Bᵀ in B[a] [r, out] (rows j < rank[a]); r: the bank's largest rank; rank[a] = 0: no such module. */
@@ -56,16 +68,17 @@ export function loraRows(gpu: Gpu, x: Tensor, y: Tensor, rows: Tensor, bank: Lor
   if ((x.dtype === 'f16' || bank.A.dtype === 'f16') && !gpu.f16) throw new ShapeError(`${label}: f16 operands need the shader-f16 feature, which this device lacks`);
   if (T < 1 || IN < 1 || OUT < 1 || R < 1 || n < 1) throw new ShapeError(`${label}: empty shape T ${T}, in ${IN}, out ${OUT}, r ${R}, adapters ${n}`);
 
-  const u = gpu.tensor([T, R], 'f32', `${label}.u`);
+  const { splits, chunk } = shrinkSplits(T, IN, R);
+  const u = gpu.tensor([splits, T, R], 'f32', `${label}.u`);
   const variant = { aliases: { TX: x.dtype, TW: bank.A.dtype } };
-  const uniforms = () => new Uniforms().u32(T).u32(IN).u32(OUT).u32(R).u32(n).u32(0).u32(0).u32(0);
+  const uniforms = () => new Uniforms().u32(T).u32(IN).u32(OUT).u32(R).u32(n).u32(splits).u32(chunk).u32(0);
   gpu.dispatch({
     shader: 'lora_rows',
     entry: 'shrink',
     variant,
     uniforms: uniforms(),
     bindings: [x, bank.A, null, null, bank.rank, rows, u, null],
-    workgroups: rowGrid(ceilDiv(R, SHRINK_RANKS), T),
+    workgroups: rowGrid(ceilDiv(R, SHRINK_RANKS) * splits, T),
     label: `${label}.shrink`,
   });
   gpu.dispatch({

@@ -17,6 +17,8 @@ interface Case {
 // one grid dimension (T > 65535).
 const CASES: Case[] = [
   { T: 1, in: 7, out: 5, ranks: [3] },
+  // in long enough to split in parts (few rows), rank over one 64-rank block
+  { T: 3, in: 1030, out: 40, ranks: [70, 3] },
   { T: 9, in: 64, out: 160, ranks: [4, 4, 4] },
   { T: 13, in: 130, out: 300, ranks: [5, 2, 0, 1] },
   { T: 37, in: 65, out: 257, ranks: [8, 3] },
