@@ -58,22 +58,33 @@ fn shrink(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
 }
 
-// y[t, o] += scale[a] · (Σ_split u[split, t])·Bᵀ[a, :, o]: one thread per output column, 256 columns per workgroup.
+var<workgroup> uSum: array<f32, EXPAND_COLS>;
+
+// y[t, o] += scale[a] · (Σ_split u[split, t])·Bᵀ[a, :, o]: one thread per output column, 256 columns per workgroup;
+// the parts of u are summed once per workgroup (256 ranks at a time) into workgroup memory.
 @compute @workgroup_size(EXPAND_COLS)
 fn expand(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let t = wg.y + wg.z * nwg.y;
-  let o = wg.x * EXPAND_COLS + lid;
-  if (t >= p.T || o >= p.OUT) { return; }
+  if (t >= p.T) { return; }
   let a = rows[t];
   let r = rowRank(a);
   if (r == 0u) { return; }
-  let uRow = t * p.R;
+  let o = wg.x * EXPAND_COLS + lid;
   let col = a * p.R * p.OUT + o;
   var acc = 0.0;
-  for (var j = 0u; j < r; j++) {
+  for (var jb = 0u; jb < r; jb += EXPAND_COLS) {
+    let j = jb + lid;
     var uj = 0.0;
-    for (var s = 0u; s < p.splits; s++) { uj += u[s * p.T * p.R + uRow + j]; }
-    acc += uj * f32(B[col + j * p.OUT]);
+    if (j < r) {
+      for (var s = 0u; s < p.splits; s++) { uj += u[(s * p.T + t) * p.R + j]; }
+    }
+    uSum[lid] = uj;
+    workgroupBarrier();
+    if (o < p.OUT) {
+      let n = min(EXPAND_COLS, r - jb);
+      for (var i = 0u; i < n; i++) { acc += uSum[i] * f32(B[col + (jb + i) * p.OUT]); }
+    }
+    workgroupBarrier();
   }
-  y[t * p.OUT + o] += scale[a] * acc;
+  if (o < p.OUT) { y[t * p.OUT + o] += scale[a] * acc; }
 }
