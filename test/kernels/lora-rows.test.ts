@@ -20,7 +20,7 @@ const CASES: Case[] = [
   // in long enough to split in parts (few rows), rank over one 64-rank block
   { T: 3, in: 1030, out: 40, ranks: [70, 3] },
   // rank over expand's 256 ranks at a time
-  { T: 4, in: 20, out: 270, ranks: [300, 5] },
+  { T: 12, in: 20, out: 270, ranks: [300, 5] },
   { T: 9, in: 64, out: 160, ranks: [4, 4, 4] },
   { T: 13, in: 130, out: 300, ranks: [5, 2, 0, 1] },
   { T: 37, in: 65, out: 257, ranks: [8, 3] },
