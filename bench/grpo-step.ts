@@ -34,7 +34,7 @@ import type { Gpu } from '../src/gpu/gpu.ts';
 import { DEMO_MODEL, resolveModelDir } from '../src/cli/model-args.ts';
 import type { Qwen3Config } from '../src/model/config.ts';
 import { AdapterSet, DEFAULT_LORA, type LoraConfig, LoraAdapter } from '../src/model/lora.ts';
-import { QWEN3_PRESETS, qwen3Preset } from '../src/model/presets.ts';
+import { qwen3Preset } from '../src/model/presets.ts';
 import { Qwen3Model } from '../src/model/qwen3.ts';
 import { DirectorySource } from '../src/model/source.ts';
 import { Qwen3Tokenizer } from '../src/model/tokenizer.ts';
@@ -50,6 +50,7 @@ import { gradeTask } from '../src/tasks/grade.ts';
 import type { Task } from '../src/tasks/types.ts';
 import { VOTERS, votingWorkflow } from '../src/workflows/voting.ts';
 import type { EpisodeOutcome } from '../src/workflows/types.ts';
+import { benchPreset } from './preset.ts';
 import { benchRow, type BenchRow } from './results.ts';
 
 interface Plan {
@@ -153,15 +154,7 @@ async function grpoStep(s: Setup, step: number): Promise<StepSeconds> {
 }
 
 export async function benchGrpoStep(gpu: Gpu, opts: { quick: boolean; filter?: string; preset?: string }): Promise<BenchRow[]> {
-  let presetName = 'tiny';
-  let config = TINY;
-  if (!opts.quick) {
-    const want = (opts.preset ?? 'Qwen3-0.6B').toLowerCase();
-    const found = Object.keys(QWEN3_PRESETS).find((k) => k.toLowerCase() === want);
-    if (!found) throw new Error(`benchGrpoStep: unknown preset ${opts.preset} (known: ${Object.keys(QWEN3_PRESETS).join(', ')})`);
-    presetName = found;
-    config = qwen3Preset(found);
-  }
+  const { name: presetName, config } = benchPreset('benchGrpoStep', opts, TINY);
   const prefix = `grpo_voting_${presetName.toLowerCase()}`;
   const names = [...PHASES.map((p) => `${prefix}_${p}_s`), `${prefix}_tok_per_s`, `${prefix}_tokens`];
   if (opts.filter && !names.some((n) => n.includes(opts.filter!))) return [];

@@ -9,10 +9,11 @@
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Qwen3Config } from '../src/model/config.ts';
 import { KvCache, releaseBatch } from '../src/model/kv-cache.ts';
-import { QWEN3_PRESETS, qwen3Preset } from '../src/model/presets.ts';
+import { qwen3Preset } from '../src/model/presets.ts';
 import { Qwen3Model } from '../src/model/qwen3.ts';
 import { randomQwen3Weights, releaseQwen3Weights } from '../src/model/weights.ts';
 import { mulberry32 } from '../src/util/mulberry32.ts';
+import { benchPreset } from './preset.ts';
 import { benchRow, type BenchRow } from './results.ts';
 import { medianSecondsPerCall } from './timing.ts';
 
@@ -38,15 +39,7 @@ function randomIds(n: number, vocab: number, seed: number): Uint32Array {
 
 export async function benchInference(gpu: Gpu, opts: { quick: boolean; preset?: string; filter?: string }): Promise<BenchRow[]> {
   const plan = opts.quick ? QUICK : FULL;
-  let presetName = 'tiny';
-  let config = TINY;
-  if (!opts.quick) {
-    const want = (opts.preset ?? 'Qwen3-0.6B').toLowerCase();
-    const found = Object.keys(QWEN3_PRESETS).find((k) => k.toLowerCase() === want);
-    if (!found) throw new Error(`benchInference: unknown preset ${opts.preset} (known: ${Object.keys(QWEN3_PRESETS).join(', ')})`);
-    presetName = found;
-    config = qwen3Preset(found);
-  }
+  const { name: presetName, config } = benchPreset('benchInference', opts, TINY);
   const dtype = gpu.f16 ? 'f16' : 'f32';
   const tag = `${presetName.toLowerCase()}_${dtype}`;
   const wanted = (name: string) => !opts.filter || name.includes(opts.filter);

@@ -14,13 +14,14 @@ import type { Gpu } from '../src/gpu/gpu.ts';
 import { lossAndGradients, nextTokenBatch } from '../src/model/backward.ts';
 import type { Qwen3Config } from '../src/model/config.ts';
 import { DEFAULT_LORA, LoraAdapter } from '../src/model/lora.ts';
-import { QWEN3_PRESETS, qwen3Preset } from '../src/model/presets.ts';
+import { qwen3Preset } from '../src/model/presets.ts';
 import { Qwen3Model } from '../src/model/qwen3.ts';
 import { largestTrainingBuffer } from '../src/model/train-memory.ts';
 import { randomQwen3Weights, releaseQwen3Weights } from '../src/model/weights.ts';
 import { AdamW } from '../src/optim/adamw.ts';
 import { nllLoss, releaseLossResult } from '../src/rl/loss.ts';
 import { mulberry32 } from '../src/util/mulberry32.ts';
+import { benchPreset } from './preset.ts';
 import { benchRow, type BenchRow } from './results.ts';
 
 const REPEATS = 3;
@@ -35,15 +36,7 @@ function randomSeqs(n: number, len: number, vocab: number, seed: number): number
 }
 
 export async function benchTraining(gpu: Gpu, opts: { quick: boolean; preset?: string; filter?: string }): Promise<BenchRow[]> {
-  let presetName = 'tiny';
-  let config = TINY;
-  if (!opts.quick) {
-    const want = (opts.preset ?? 'Qwen3-0.6B').toLowerCase();
-    const found = Object.keys(QWEN3_PRESETS).find((k) => k.toLowerCase() === want);
-    if (!found) throw new Error(`benchTraining: unknown preset ${opts.preset} (known: ${Object.keys(QWEN3_PRESETS).join(', ')})`);
-    presetName = found;
-    config = qwen3Preset(found);
-  }
+  const { name: presetName, config } = benchPreset('benchTraining', opts, TINY);
   const [S, L] = opts.quick ? [2, 32] : [8, 1024];
   const lora = opts.quick ? { ...DEFAULT_LORA, rank: 8 } : DEFAULT_LORA;
   const dtype = gpu.f16 ? 'f16' : 'f32';
