@@ -259,13 +259,14 @@ describe('code sandbox', () => {
     const tamper = 'import builtins, sys, json\nbuiltins.print = lambda *a, **k: None\nsys.modules["json"] = None\n' +
       'sys.setrecursionlimit(50)\nimport signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nleaked = 1';
     await Promise.all([grade(tamper, [{ type: 'stdin', input: '', output: '' }]), grade(tamper, [{ type: 'stdin', input: '', output: '' }])]);
-    const check = 'import sys, json\nprint("leaked" in globals(), sys.getrecursionlimit() > 50, json.dumps([1]))';
-    const g = await grade(check, [{ type: 'stdin', input: '', output: 'False True [1]' }]);
+    // SIGINT's handler is checked by identity, not by how fast a loop stops: on a loaded machine an interrupted
+    // worker can miss the grace period and be terminated, which says nothing about the handler.
+    const check = 'import sys, json, signal\nprint("leaked" in globals(), sys.getrecursionlimit() > 50, json.dumps([1]), ' +
+      'signal.getsignal(signal.SIGINT) is signal.default_int_handler)';
+    const g = await grade(check, [{ type: 'stdin', input: '', output: 'False True [1] True' }]);
     expect(g.reason).toBe('all 1 tests passed');
-    // SIGINT handling was restored too: a loop still stops at its limit, by the interrupt (not termination).
     const loop = await grade('while True: pass', [{ type: 'stdin', input: '', output: '' }], { perTestTimeoutMs: FAST });
     expect(loop.reason).toContain(`time limit (${FAST} ms) exceeded`);
-    expect(loop.reason).not.toContain('terminated');
   });
 
   it('after all of that, correct programs still pass, several at once', async () => {
