@@ -7,7 +7,7 @@
 // bench/torch/bench_attention.py times the same names and shapes in PyTorch (sdpa).
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
-import { type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, prefillRows } from '../src/kernels/attention.ts';
+import { type AttentionBackwardVersion, type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, backwardVersion, prefillRows } from '../src/kernels/attention.ts';
 import { KvCache, type PagedBatch, releaseBatch } from '../src/model/kv-cache.ts';
 import { mulberry32 } from '../src/util/mulberry32.ts';
 import { benchRow, type BenchRow } from './results.ts';
@@ -99,8 +99,12 @@ export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: 
       }
     }
     if (want(backwardName)) {
-      const s = await secondsPerCall(gpu, () => Object.values(attentionBackward(gpu, q, k, v, o, lse, dO, seq, sh.seqs, dims)));
-      rows.push(benchRow(gpu, backwardName, (2.5 * flops) / s / 1e9, 'GFLOP/s'));
+      // The default version under the shared name; version 1 beside it when the default is 2.
+      const versions: AttentionBackwardVersion[] = backwardVersion(gpu, D) === 2 ? [2, 1] : [1];
+      for (const ver of versions) {
+        const s = await secondsPerCall(gpu, () => Object.values(attentionBackward(gpu, q, k, v, o, lse, dO, seq, sh.seqs, dims, ver)));
+        rows.push(benchRow(gpu, ver === versions[0] ? backwardName : `${backwardName}_v${ver}`, (2.5 * flops) / s / 1e9, 'GFLOP/s'));
+      }
     }
     for (const t of [q, k, v, dO, seq, o, lse]) t.release();
     gpu.pool.trim();

@@ -1,5 +1,5 @@
 // Causal attention: training/prefill forward over packed sequences (shaders/attention_prefill.wgsl), its
-// backward (shaders/attention_backward.wgsl) and inference over the paged KV cache (shaders/attention_paged.wgsl).
+// backward (shaders/attention_backward.wgsl; attention_backward_quad.wgsl where subgroups exist) and inference over the paged KV cache (shaders/attention_paged.wgsl).
 import { GpuLimitError } from '../gpu/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
@@ -33,7 +33,7 @@ function checkDims(kernel: string, d: AttentionDims): { group: number; scale: nu
 }
 
 /** Workgroup memory (bytes) of each entry point for a head dim, as declared in its shader. */
-export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'decode' | 'decode2' | 'dkdv' | 'dq', headDim: number, group = 1): number {
+export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'decode' | 'decode2' | 'dkdv' | 'dq' | 'dkdv2' | 'dq2', headDim: number, group = 1): number {
   const ns = Math.ceil(headDim / 4);
   const vec4 = 16;
   switch (kernel) {
@@ -56,6 +56,12 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'deco
       return vec4 * (2 * 8 * (ns + 1) + 2 * 16 * (ns + 1) + 2 * 2 * 16) + 4 * (4 * 16 + 2);
     case 'dq':
       return vec4 * (2 * 16 * ns + 16 * (ns + 1) + 4 * 16) + 4 * (5 * 16 + 2);
+    case 'dkdv2':
+      // q and dO tiles of 16 rows, row metadata
+      return vec4 * 2 * 16 * ns + 4 * (4 * 16 + 2);
+    case 'dq2':
+      // k and v tiles of 16 keys
+      return vec4 * 2 * 16 * ns + 4 * 2;
   }
 }
 
@@ -237,7 +243,37 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   return o;
 }
 
-/** Backward of attentionPrefill: returns dq, dk, dv (same shapes as q, k, v). No T×T matrix in memory; deterministic. */
+/** The attention backward kernels: 1 (attention_backward.wgsl, any device) or 2 (attention_backward_quad.wgsl:
+ * operands in registers, scores summed over quads; needs subgroups of at least 4 and a head dim multiple of 16). */
+export type AttentionBackwardVersion = 1 | 2;
+
+function envBackwardVersion(): AttentionBackwardVersion | null {
+  const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.TROUPE_ATTENTION_BACKWARD;
+  if (v === undefined || v === '') return null;
+  if (v !== '1' && v !== '2') throw new ShapeError(`TROUPE_ATTENTION_BACKWARD=${v}: expected 1 or 2`);
+  return Number(v) as AttentionBackwardVersion;
+}
+
+/** Why version 2 cannot run on `gpu` for this head dim, or null when it can. */
+export function backwardV2Unavailable(gpu: Gpu, headDim: number): string | null {
+  const sg = gpu.report.subgroups;
+  if (!sg) return 'no subgroups feature';
+  if (sg.minSize < 4) return `subgroups of ${sg.minSize} lanes (quads need 4)`;
+  if (headDim % 16) return `head dim ${headDim} is not a multiple of 16`;
+  if (gpu.limits.maxComputeInvocationsPerWorkgroup < 128) return 'fewer than 128 invocations a workgroup';
+  return null;
+}
+
+/** The version attentionBackward runs: `requested` (or TROUPE_ATTENTION_BACKWARD), else 2 wherever it can run. */
+export function backwardVersion(gpu: Gpu, headDim: number, requested?: AttentionBackwardVersion): AttentionBackwardVersion {
+  const want = requested ?? envBackwardVersion();
+  const why = backwardV2Unavailable(gpu, headDim);
+  if (want === 2 && why) throw new GpuLimitError(`attention_backward version 2 cannot run here: ${why}`);
+  return want ?? (why ? 1 : 2);
+}
+
+/** Backward of attentionPrefill: returns dq, dk, dv (same shapes as q, k, v). No T×T matrix in memory; deterministic.
+ * `version` picks the kernels (default: backwardVersion). */
 export function attentionBackward(
   gpu: Gpu,
   q: Tensor,
@@ -249,6 +285,7 @@ export function attentionBackward(
   seqStarts: Tensor,
   numSeqs: number,
   dims: AttentionDims,
+  version?: AttentionBackwardVersion,
 ): { dq: Tensor; dk: Tensor; dv: Tensor } {
   const name = 'attention_backward';
   const { group, scale } = checkDims(name, dims);
@@ -260,11 +297,12 @@ export function attentionBackward(
   }
   expectSize(name, lse, T * dims.nHeads);
   expectDtype(name, lse, 'f32');
-  const keyTiles = ceilDiv(T, 8);
-  const rowTiles = ceilDiv(T * group, 16);
+  const v2 = backwardVersion(gpu, dims.headDim, version) === 2;
+  const keyTiles = ceilDiv(T, v2 ? 32 : 8);
+  const rowTiles = ceilDiv(T * group, v2 ? 32 : 16);
   checkGrid(name, Math.max(keyTiles, rowTiles));
-  checkWorkgroupMemory(gpu, name, 'dkdv', dims.headDim);
-  checkWorkgroupMemory(gpu, name, 'dq', dims.headDim);
+  checkWorkgroupMemory(gpu, name, v2 ? 'dkdv2' : 'dkdv', dims.headDim);
+  checkWorkgroupMemory(gpu, name, v2 ? 'dq2' : 'dq', dims.headDim);
   const dq = gpu.tensor(q.shape, 'f32', 'attention.dq');
   const dk = gpu.tensor(k.shape, 'f32', 'attention.dk');
   const dv = gpu.tensor(v.shape, 'f32', 'attention.dv');
@@ -281,19 +319,21 @@ export function attentionBackward(
     workgroups: grid1d(ceilDiv(T * dims.nHeads, 64)),
     label: `${name}.delta`,
   });
+  const shader = v2 ? 'attention_backward_quad' : 'attention_backward';
+  const kernelVariant = v2 ? { enables: ['subgroups'], consts: { HD: dims.headDim } } : variant;
   gpu.dispatch({
-    shader: 'attention_backward',
+    shader,
     entry: 'dkdv',
-    variant,
+    variant: kernelVariant,
     uniforms,
     bindings: [q, k, v, dO, stats, seqStarts, dk, dv],
     workgroups: [keyTiles, dims.nKv],
     label: `${name}.dkdv`,
   });
   gpu.dispatch({
-    shader: 'attention_backward',
+    shader,
     entry: 'dq_rows',
-    variant,
+    variant: kernelVariant,
     uniforms,
     bindings: [q, k, v, dO, stats, null, null, null, dq],
     workgroups: [rowTiles, dims.nKv],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type AttentionDims, attentionBackward, attentionPrefill, prefillRows, workgroupBytes } from '../../src/kernels/attention.ts';
+import { type AttentionDims, attentionBackward, backwardV2Unavailable, backwardVersion, attentionPrefill, prefillRows, workgroupBytes } from '../../src/kernels/attention.ts';
 import { starts, uploadQkv } from '../helpers/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
@@ -43,13 +43,24 @@ describe('attentionPrefill', () => {
   });
 });
 
+// Version 2 works in tiles of 32 keys / 32 flat rows: sequences that straddle tiles and start inside them.
 const BACKWARD_CASES: { lens: number[]; dims: AttentionDims }[] = [
   { lens: [1, 7, 33, 13], dims: { nHeads: 2, nKv: 2, headDim: 16 } },
   { lens: [5, 20], dims: { nHeads: 6, nKv: 2, headDim: 24 } },
   { lens: [21], dims: { nHeads: 2, nKv: 1, headDim: 128, scale: 0.07 } },
+  { lens: [45, 3, 70], dims: { nHeads: 4, nKv: 2, headDim: 64 } },
+  { lens: [37, 29], dims: { nHeads: 3, nKv: 1, headDim: 48 } },
 ];
 
 describe('attentionBackward', () => {
+  it('runs version 2 by default wherever it can, and refuses it by name where it cannot', async () => {
+    const gpu = await testGpu();
+    expect(backwardVersion(gpu, 128)).toBe(backwardV2Unavailable(gpu, 128) ? 1 : 2);
+    expect(backwardVersion(gpu, 24)).toBe(1);
+    expect(backwardVersion(gpu, 24, 1)).toBe(1);
+    expect(() => backwardVersion(gpu, 24, 2)).toThrow(/version 2 cannot run here: .*head dim 24 is not a multiple of 16|no subgroups/);
+  });
+
   it('the CPU reference matches finite differences', () => {
     const dims = { nHeads: 2, nKv: 1, headDim: 3 };
     const st = [0, 2, 5];
@@ -66,16 +77,18 @@ describe('attentionBackward', () => {
     expect(relError(ref.dv, numericGrad((x) => loss(q, k, f32(x)), v, 1e-3))).toBeLessThan(1e-4);
   });
 
-  for (const { lens, dims } of BACKWARD_CASES) {
-    it(`lens [${lens}] heads ${dims.nHeads}/${dims.nKv} hd ${dims.headDim}`, async () => {
+  for (const version of [1, 2] as const) for (const { lens, dims } of BACKWARD_CASES) {
+    it(`version ${version}: lens [${lens}] heads ${dims.nHeads}/${dims.nKv} hd ${dims.headDim}`, async (ctx) => {
       const gpu = await testGpu();
+      const why = version === 2 ? backwardV2Unavailable(gpu, dims.headDim) : null;
+      if (why) ctx.skip(why);
       const st = starts(lens);
       const T = st[st.length - 1]!;
       const { q, k, v, tq, tk, tv } = uploadQkv(gpu, T, dims, 31 + T);
       const dO = randn(q.length, 77, 1);
       const seq = gpu.upload(st, [st.length], 'u32', 'seqStarts');
       const { o, lse } = attentionPrefill(gpu, tq, tk, tv, seq, lens.length, dims, {}, prefillRows(gpu, dims.headDim));
-      const g = attentionBackward(gpu, tq, tk, tv, o, lse, gpu.upload(dO, [T, dims.nHeads, dims.headDim], 'f32', 'dO'), seq, lens.length, dims);
+      const g = attentionBackward(gpu, tq, tk, tv, o, lse, gpu.upload(dO, [T, dims.nHeads, dims.headDim], 'f32', 'dO'), seq, lens.length, dims, version);
       const ref = attentionBackwardRef(q, k, v, dO, st, dims);
       expect(relError(await gpu.readF32(g.dq), ref.dq)).toBeLessThan(5e-5);
       expect(relError(await gpu.readF32(g.dk), ref.dk)).toBeLessThan(5e-5);
