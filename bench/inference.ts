@@ -3,6 +3,7 @@
 //                       (8 × 1024 and 1 × 512 tokens), as generation's prefill runs;
 //   decode tokens/s   — one step of S sequences (S = 1 and 256) each with 1024 tokens already cached:
 //                       S / (time of one forward step). The logits stay on the GPU (no sampling/readback).
+//                       At S = 1 also the host's microseconds to record a command of the step (unsubmitted).
 // Weights f16 when the device has shader-f16 (else f32), KV cache likewise. Timing: one warm-up call, then
 // the median of REPEATS calls, wall clock around gpu.sync(). bench/torch/bench_inference.py writes the same
 // names for transformers (bf16, sdpa).
@@ -31,6 +32,22 @@ const QUICK: Plan = { prefill: [[2, 32], [1, 16]], decode: [1, 4], context: 32 }
 
 /** A tiny model for --quick (seconds on a CPU driver). */
 const TINY: Qwen3Config = { ...qwen3Preset('Qwen3-0.6B'), hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512 };
+
+/** Host time to record one call, per command recorded (median of `steps` calls after a warm-up one), with each
+ * recording dropped unsubmitted: at batch 1 the decode step is bound by this, not by the GPU. */
+function hostRecordMicros(gpu: Gpu, record: () => void, steps: number): number {
+  record();
+  gpu.discardBatch();
+  const perCommand: number[] = [];
+  for (let i = 0; i < steps; i++) {
+    const t0 = performance.now();
+    record();
+    const us = (performance.now() - t0) * 1000;
+    perCommand.push(us / Math.max(1, gpu.discardBatch()));
+  }
+  perCommand.sort((a, b) => a - b);
+  return perCommand[Math.floor(perCommand.length / 2)]!;
+}
 
 function randomIds(n: number, vocab: number, seed: number): Uint32Array {
   const next = mulberry32(seed);
@@ -73,6 +90,7 @@ export async function benchInference(gpu: Gpu, opts: { quick: boolean; preset?: 
       const ids = gpu.upload(randomIds(S, config.vocabSize, 9), [S], 'u32', 'bench.ids');
       const sec = await medianSecondsPerCall(gpu, () => model.decode(ids, { kv, batch }).release(), { calls: 1, repeats: opts.quick ? 2 : REPEATS * 2 });
       rows.push(benchRow(gpu, name, S / sec, 'tokens/s'));
+      if (S === 1) rows.push(benchRow(gpu, `${name}_host_record_us_per_command`, hostRecordMicros(gpu, () => model.decode(ids, { kv, batch }).release(), opts.quick ? 3 : 50), 'us'));
       ids.release();
       releaseBatch(batch);
       kv.destroy();

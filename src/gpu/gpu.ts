@@ -103,6 +103,21 @@ const UNIFORM_CHUNK = 65536;
 const STAGING_MIN = 256;
 const STAGING_KEEP = 16;
 
+/** A short string that tells variants apart (the pipeline cache's key): cheaper to build than the header, which
+ * dispatch would otherwise rebuild for every kernel it records. Holds no ':' or '@' (bind group keys use them). */
+export function variantKey(v: ShaderVariant | undefined): string {
+  if (!v) return '';
+  let k = '';
+  if (v.enables) for (const e of v.enables) k += `${e},`;
+  k += ';';
+  const aliases = v.aliases;
+  if (aliases) for (const name in aliases) k += `${name}=${aliases[name]},`;
+  k += ';';
+  const consts = v.consts;
+  if (consts) for (const name in consts) k += `${name}=${consts[name]},`;
+  return k;
+}
+
 export function variantHeader(v: ShaderVariant | undefined): string {
   if (!v) return '';
   const enables = new Set(v.enables ?? []);
@@ -119,6 +134,7 @@ export class Gpu {
   readonly pool: BufferPool;
   readonly profiler: Profiler | null;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly featureSet: Set<string>;
   /** Id of each pipeline and buffer, for bind group cache keys. */
   private readonly ids = new WeakMap<object, number>();
   private nextId = 1;
@@ -135,6 +151,8 @@ export class Gpu {
   private readonly pendingErrors: Promise<GpuError | null>[] = [];
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
+  /** The pipeline the open pass last set. */
+  private passPipeline: GPUComputePipeline | null = null;
   private batchLabels: string[] = [];
   private uniformChunks: { buffer: GPUBuffer; staged: Uint8Array; used: number }[] = [];
   private uniformChunk = 0;
@@ -154,6 +172,7 @@ export class Gpu {
     readonly report: AdapterReport,
     profile: boolean | ProfilerOptions,
   ) {
+    this.featureSet = new Set(report.features);
     this.pool = new BufferPool(
       (size, label) => this.createBuffer(size, STORAGE_USAGE, label),
       (buffers) => this.forgetBuffers(buffers),
@@ -206,7 +225,7 @@ export class Gpu {
   }
 
   has(feature: string): boolean {
-    return this.device.features.has(feature);
+    return this.featureSet.has(feature);
   }
 
   /** Whether f16 storage and arithmetic are available in shaders. */
@@ -214,8 +233,10 @@ export class Gpu {
     return this.has('shader-f16');
   }
 
+  /** The device's limits as plain numbers (report.limits): each read of a native limits object crosses into
+   * the runtime, and dispatch reads several. */
   get limits(): GPUSupportedLimits {
-    return this.device.limits;
+    return this.report.limits as unknown as GPUSupportedLimits;
   }
 
   get memory() {
@@ -365,10 +386,10 @@ export class Gpu {
   // ---- pipelines and dispatch ----
 
   pipeline(shader: string, entry = 'main', variant?: ShaderVariant): GPUComputePipeline {
-    const header = variantHeader(variant);
-    const key = `${shader}|${entry}|${header}`;
+    const key = `${shader}|${entry}|${variantKey(variant)}`;
     let p = this.pipelines.get(key);
     if (p) return p;
+    const header = variantHeader(variant);
     const source = SHADERS[shader];
     if (source === undefined) throw new GpuError(`unknown shader ${shader} (no shaders/${shader}.wgsl; run npm run embed)`);
     const label = `${shader}:${entry}`;
@@ -391,48 +412,67 @@ export class Gpu {
     const label = d.label ?? d.shader;
     this.checkLost(label);
     const [x, y = 1, z = 1] = d.workgroups;
-    const maxWg = this.limits.maxComputeWorkgroupsPerDimension;
+    const limits = this.report.limits;
+    const maxWg = limits.maxComputeWorkgroupsPerDimension!;
     if (x > maxWg || y > maxWg || z > maxWg) {
       throw new GpuLimitError(`kernel ${label}: workgroups [${x},${y},${z}] exceed maxComputeWorkgroupsPerDimension ${maxWg}`);
     }
     if (x === 0 || y === 0 || z === 0) return;
-    // Bindings are checked before the pipeline is built: a rejected dispatch leaves no pending error behind.
-    const entries: GPUBindGroupEntry[] = [];
-    const maxBind = this.limits.maxStorageBufferBindingSize;
-    const pipeline = this.pipeline(d.shader, d.entry, d.variant);
-    let key = String(this.idOf(pipeline));
-    d.bindings.forEach((b, i) => {
-      if (b === null) return;
-      const res: GPUBufferBinding = b instanceof Tensor ? { buffer: b.buffer } : { buffer: b.buffer, offset: b.offset ?? 0, size: b.size };
-      const size = res.size ?? res.buffer.size - (res.offset ?? 0);
-      if (size > maxBind) {
-        // A tensor's own label: pooled buffers keep their first label under wgpu (label is not writable there).
-        const name = b instanceof Tensor ? b.label : res.buffer.label;
-        throw new GpuLimitError(`kernel ${label}: binding ${i + 1} (${name}) is ${size} bytes, over maxStorageBufferBindingSize ${maxBind}`);
+    // The bind group's key first (pipeline key, then binding:buffer@offset+size): a cached bind group was
+    // built, and its bindings checked, for exactly these buffers, so a hit skips the checks and the entries.
+    const pipelineKey = `${d.shader}|${d.entry ?? 'main'}|${variantKey(d.variant)}`;
+    let key = pipelineKey;
+    const bindings = d.bindings;
+    for (let i = 0; i < bindings.length; i++) {
+      const b = bindings[i];
+      if (!b) continue;
+      if (b instanceof Tensor) {
+        if (b.isReleased) throw new GpuError(`kernel ${label}: binding ${i + 1} (${b.label}) was released`);
+        key += `|${i + 1}:${this.idOf(b.buffer)}@`;
+      } else {
+        key += `|${i + 1}:${this.idOf(b.buffer)}@${b.offset ?? 0}+${b.size ?? '*'}`;
       }
-      if (b instanceof Tensor && b.isReleased) throw new GpuError(`kernel ${label}: binding ${i + 1} (${b.label}) was released`);
-      entries.push({ binding: i + 1, resource: res });
-      key += `|${i + 1}:${this.idOf(res.buffer)}@${res.offset ?? 0}+${res.size ?? '*'}`;
-    });
-    if (d.uniforms) {
-      const u = this.uniformSlot(d.uniforms.bytes());
-      entries.push({ binding: 0, resource: u });
-      key += `|0:${this.idOf(u.buffer)}@${u.offset}+${u.size}`;
     }
-    // Inside the batch's error scopes, so a bind group error is reported with the batch's kernels.
-    this.beginBatch();
+    const u = d.uniforms ? this.uniformSlot(d.uniforms.bytes()) : null;
+    if (u) key += `|0:${this.idOf(u.buffer)}@${u.offset}+${u.size}`;
     let bindGroup = this.cacheBindGroups ? this.bindGroups.get(key) : undefined;
+    let pipeline: GPUComputePipeline;
     if (bindGroup) {
       this.bindGroupStats.hits++;
+      pipeline = this.pipelines.get(pipelineKey)!;
+      this.beginBatch();
     } else {
       this.bindGroupStats.misses++;
+      // Bindings are checked before the pipeline is built: a rejected dispatch leaves no pending error behind.
+      const entries: GPUBindGroupEntry[] = [];
+      const maxBind = limits.maxStorageBufferBindingSize!;
+      for (let i = 0; i < bindings.length; i++) {
+        const b = bindings[i];
+        if (!b) continue;
+        const res: GPUBufferBinding = b instanceof Tensor ? { buffer: b.buffer } : { buffer: b.buffer, offset: b.offset ?? 0, size: b.size };
+        const size = res.size ?? res.buffer.size - (res.offset ?? 0);
+        if (size > maxBind) {
+          // A tensor's own label: pooled buffers keep their first label under wgpu (label is not writable there).
+          const name = b instanceof Tensor ? b.label : res.buffer.label;
+          throw new GpuLimitError(`kernel ${label}: binding ${i + 1} (${name}) is ${size} bytes, over maxStorageBufferBindingSize ${maxBind}`);
+        }
+        entries.push({ binding: i + 1, resource: res });
+      }
+      if (u) entries.push({ binding: 0, resource: u });
+      pipeline = this.pipeline(d.shader, d.entry, d.variant);
+      // Inside the batch's error scopes, so a bind group error is reported with the batch's kernels.
+      this.beginBatch();
       bindGroup = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label });
       if (this.cacheBindGroups) {
         if (this.bindGroups.size >= BIND_GROUP_CACHE) this.bindGroups.delete(this.bindGroups.keys().next().value!);
         this.bindGroups.set(key, bindGroup);
       }
     }
-    for (const e of entries) this.batchBuffers.add((e.resource as GPUBufferBinding).buffer);
+    for (let i = 0; i < bindings.length; i++) {
+      const b = bindings[i];
+      if (b) this.batchBuffers.add(b.buffer);
+    }
+    if (u) this.batchBuffers.add(u.buffer);
     let pass: GPUComputePassEncoder;
     if (this.profiler) {
       this.endPass();
@@ -441,7 +481,9 @@ export class Gpu {
       this.pass ??= this.encoder!.beginComputePass();
       pass = this.pass;
     }
-    pass.setPipeline(pipeline);
+    // A pass keeps its pipeline between dispatches (q, k, v projections run the same one in a row).
+    if (pipeline !== this.passPipeline || this.profiler) pass.setPipeline(pipeline);
+    this.passPipeline = this.profiler ? null : pipeline;
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(x, y, z);
     if (this.profiler) pass.end();
@@ -456,19 +498,15 @@ export class Gpu {
 
   /** Drops the cached bind groups that use any of these buffers (about to be destroyed). */
   private forgetBuffers(buffers: readonly GPUBuffer[]): void {
-    const gone = new Set<string>();
+    // A buffer appears in a bind group's key as `:id@` (see dispatch).
+    const gone: string[] = [];
     for (const b of buffers) {
       const id = this.ids.get(b);
-      if (id !== undefined) gone.add(`:${id}@`);
+      if (id !== undefined) gone.push(`:${id}@`);
     }
-    if (!gone.size) return;
+    if (!gone.length) return;
     for (const key of [...this.bindGroups.keys()]) {
-      for (const part of key.split('|').slice(1)) {
-        if (gone.has(part.slice(part.indexOf(':'), part.indexOf('@') + 1))) {
-          this.bindGroups.delete(key);
-          break;
-        }
-      }
+      if (gone.some((g) => key.includes(g))) this.bindGroups.delete(key);
     }
   }
 
@@ -487,6 +525,7 @@ export class Gpu {
   private endPass(): void {
     this.pass?.end();
     this.pass = null;
+    this.passPipeline = null;
   }
 
   private uniformSlot(bytes: Uint8Array): GPUBufferBinding {
@@ -529,6 +568,30 @@ export class Gpu {
       validation.then((e) => (e ? new GpuValidationError(`GPU validation error in batch [${names()}]: ${e.message}`) : null)),
       oom.then((e) => (e ? new GpuOutOfMemoryError(`out of GPU memory in batch [${names()}]: ${e.message}`) : null)),
     );
+  }
+
+  /** Drops everything recorded since the last submit, unsubmitted, and returns how many commands that was
+   * (dispatches, copies, writes). Benchmarks time the host's recording alone with it; the batch's writes are
+   * lost with it. Not with the profiler on (its queries are part of the batch). */
+  discardBatch(): number {
+    if (!this.encoder) return 0;
+    if (this.profiler) throw new GpuError('discardBatch: the profiler records into the batch; run without --profile');
+    const n = this.batchLabels.length;
+    const labels = this.batchLabels;
+    this.endPass();
+    for (const c of this.uniformChunks) c.used = 0;
+    this.uniformChunk = 0;
+    for (const b of this.staging.splice(0)) this.recycleStaging(b);
+    this.encoder = null;
+    this.batchLabels = [];
+    this.batchBuffers = new Set();
+    const validation = this.device.popErrorScope();
+    const oom = this.device.popErrorScope();
+    this.pendingErrors.push(
+      validation.then((e) => (e ? new GpuValidationError(`GPU validation error in discarded batch [${summarize(labels)}]: ${e.message}`) : null)),
+      oom.then((e) => (e ? new GpuOutOfMemoryError(`out of GPU memory in discarded batch [${summarize(labels)}]: ${e.message}`) : null)),
+    );
+    return n;
   }
 
   /** Maps a submitted staging buffer again (it resolves once the GPU has read it) and keeps it for a later write. */

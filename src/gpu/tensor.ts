@@ -4,17 +4,18 @@ import type { Gpu } from './gpu.ts';
 
 export class Tensor {
   private released = false;
+  /** Number of elements (kernel wrappers check it on every dispatch: computed once). */
+  readonly size: number;
   constructor(
     readonly gpu: Gpu,
     readonly buffer: GPUBuffer,
     readonly shape: readonly number[],
     readonly dtype: DType,
     readonly label: string,
-  ) {}
-
-  /** Number of elements. */
-  get size(): number {
-    return this.shape.reduce((a, b) => a * b, 1);
+  ) {
+    let n = 1;
+    for (const d of shape) n *= d;
+    this.size = n;
   }
 
   /** Bytes of the data (the buffer may be larger: sizes are rounded for pooling). */

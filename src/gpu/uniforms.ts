@@ -1,25 +1,34 @@
 // Builds the bytes of a WGSL uniform struct made of 4-byte scalars (u32, i32, f32), in field order.
+// Every dispatch builds one, so it starts small (most structs are 16-32 bytes) and grows when needed.
 
 export class Uniforms {
-  private readonly view: DataView;
+  private view: DataView;
   private offset = 0;
-  constructor(capacity = 256) {
-    this.view = new DataView(new ArrayBuffer(capacity));
+  constructor(capacity = 32) {
+    this.view = new DataView(new ArrayBuffer(Math.max(16, Math.ceil(capacity / 16) * 16)));
+  }
+  private room(): DataView {
+    if (this.offset + 4 > this.view.byteLength) {
+      const grown = new Uint8Array(this.view.byteLength * 2);
+      grown.set(new Uint8Array(this.view.buffer));
+      this.view = new DataView(grown.buffer);
+    }
+    return this.view;
   }
   u32(v: number): this {
     if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new RangeError(`uniform u32 out of range: ${v}`);
-    this.view.setUint32(this.offset, v, true);
+    this.room().setUint32(this.offset, v, true);
     this.offset += 4;
     return this;
   }
   i32(v: number): this {
     if (!Number.isInteger(v)) throw new RangeError(`uniform i32 not an integer: ${v}`);
-    this.view.setInt32(this.offset, v, true);
+    this.room().setInt32(this.offset, v, true);
     this.offset += 4;
     return this;
   }
   f32(v: number): this {
-    this.view.setFloat32(this.offset, v, true);
+    this.room().setFloat32(this.offset, v, true);
     this.offset += 4;
     return this;
   }
@@ -32,7 +41,7 @@ export class Uniforms {
 
 /** Shorthand: uniforms from a list of u32 values. */
 export function u32s(...values: number[]): Uniforms {
-  const u = new Uniforms(Math.max(256, values.length * 4));
+  const u = new Uniforms(values.length * 4);
   for (const v of values) u.u32(v);
   return u;
 }

@@ -106,11 +106,15 @@ export type MatmulPolicy = 'auto' | 'f32' | 'gpu' | MatmulVariant;
 const POLICIES: readonly MatmulPolicy[] = ['auto', 'f32', 'gpu', 'rows', 'tile128', 'tile64v', 'tile64', 'tc'];
 const policies = new WeakMap<Gpu, MatmulPolicy>();
 
+/** TROUPE_MATMUL, read once (process.env is slow to read, and matmul asks on every call). */
+let fromEnv: MatmulPolicy | undefined;
+
 function envPolicy(): MatmulPolicy {
+  if (fromEnv) return fromEnv;
   const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.TROUPE_MATMUL;
-  if (v === undefined || v === '') return 'auto';
+  if (v === undefined || v === '') return (fromEnv = 'auto');
   if (!(POLICIES as readonly string[]).includes(v)) throw new ShapeError(`TROUPE_MATMUL=${v}: expected one of ${POLICIES.join(', ')}`);
-  return v as MatmulPolicy;
+  return (fromEnv = v as MatmulPolicy);
 }
 
 /** Sets how matmul() picks its kernel on `gpu` (see MatmulPolicy); returns the previous policy. */

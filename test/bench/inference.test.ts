@@ -14,6 +14,14 @@ describe('benchInference', () => {
     }
   });
 
+  it('quick decode at batch 1 adds the host time to record a command', async () => {
+    const gpu = await testGpu();
+    const rows = await benchInference(gpu, { quick: true, filter: 'decode_b1_' });
+    const name = `inference_decode_b1_ctx32_tiny_${gpu.f16 ? 'f16' : 'f32'}`;
+    expect(rows.map((r) => [r.name, r.unit])).toEqual([[name, 'tokens/s'], [`${name}_host_record_us_per_command`, 'us']]);
+    for (const r of rows) expect(r.value).toBeGreaterThan(0);
+  });
+
   it('rejects an unknown preset', async () => {
     const gpu = await testGpu();
     await expect(benchInference(gpu, { quick: false, preset: 'qwen3-9b' })).rejects.toThrow(/unknown preset qwen3-9b/);

@@ -165,6 +165,16 @@ describe('uniforms', () => {
     expect(u32s(1, 2, 3).bytes().length).toBe(16);
   });
 
+  it('grows past its first capacity, keeping every field', () => {
+    const u = new Uniforms(16);
+    for (let i = 0; i < 21; i++) u.u32(i * 3 + 1);
+    const bytes = u.bytes();
+    expect(bytes.length).toBe(96);
+    const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    expect(Array.from({ length: 21 }, (_, i) => v.getUint32(4 * i, true))).toEqual(Array.from({ length: 21 }, (_, i) => i * 3 + 1));
+    expect(u32s(...Array.from({ length: 70 }, (_, i) => i)).bytes().length).toBe(288);
+  });
+
   it('rejects values a u32 or i32 cannot hold', () => {
     expect(() => new Uniforms().u32(-1)).toThrow(RangeError);
     expect(() => new Uniforms().u32(2 ** 32)).toThrow(RangeError);
@@ -265,6 +275,23 @@ describe('bind group cache and writes inside a batch', () => {
       expect(gpu.bindGroupCacheSize).toBeLessThan(before);
     }
     await gpu.sync();
+    gpu.destroy();
+  });
+
+  it('discardBatch drops the open batch unsubmitted and counts its commands; later batches run', async () => {
+    const gpu = await Gpu.create();
+    const x = randn(50, 29);
+    const a = gpu.upload(x, [50], 'f32', 'a');
+    const out = gpu.upload(new Float32Array(50), [50], 'f32', 'out');
+    await gpu.sync();
+    scale(gpu, a, 3, out);
+    gpu.write(a, randn(50, 30)); // a is in use: a staged write, dropped too
+    expect(gpu.discardBatch()).toBe(2);
+    expect(gpu.discardBatch()).toBe(0);
+    expect(await gpu.readF32(out)).toEqual(new Float32Array(50));
+    expect(await gpu.readF32(a)).toEqual(x);
+    scale(gpu, a, 2, out);
+    expect(await gpu.readF32(out)).toEqual(scaleRef(x, 2));
     gpu.destroy();
   });
 
