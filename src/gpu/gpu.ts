@@ -154,7 +154,7 @@ export class Gpu {
   /** The pipeline the open pass last set. */
   private passPipeline: GPUComputePipeline | null = null;
   private batchLabels: string[] = [];
-  private uniformChunks: { buffer: GPUBuffer; staged: Uint8Array; used: number }[] = [];
+  private uniformChunks: { buffer: GPUBuffer; staged: Uint8Array; words: Uint32Array; used: number }[] = [];
   private uniformChunk = 0;
   private lostInfo: GPUDeviceLostInfo | null = null;
   private destroyed = false;
@@ -433,7 +433,7 @@ export class Gpu {
         key += `|${i + 1}:${this.idOf(b.buffer)}@${b.offset ?? 0}+${b.size ?? '*'}`;
       }
     }
-    const u = d.uniforms ? this.uniformSlot(d.uniforms.bytes()) : null;
+    const u = d.uniforms ? this.uniformSlot(d.uniforms) : null;
     if (u) key += `|0:${this.idOf(u.buffer)}@${u.offset}+${u.size}`;
     let bindGroup = this.cacheBindGroups ? this.bindGroups.get(key) : undefined;
     let pipeline: GPUComputePipeline;
@@ -528,19 +528,21 @@ export class Gpu {
     this.passPipeline = null;
   }
 
-  private uniformSlot(bytes: Uint8Array): GPUBufferBinding {
-    const align = this.limits.minUniformBufferOffsetAlignment;
+  private uniformSlot(u: Uniforms): GPUBufferBinding {
+    const align = this.report.limits.minUniformBufferOffsetAlignment!;
+    const size = u.byteLength;
     let chunk = this.uniformChunks[this.uniformChunk];
-    if (chunk && chunk.used + bytes.length > UNIFORM_CHUNK) chunk = this.uniformChunks[++this.uniformChunk];
+    if (chunk && chunk.used + size > UNIFORM_CHUNK) chunk = this.uniformChunks[++this.uniformChunk];
     if (!chunk) {
       const buffer = this.device.createBuffer({ size: UNIFORM_CHUNK, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: 'uniforms' });
-      chunk = { buffer, staged: new Uint8Array(UNIFORM_CHUNK), used: 0 };
+      const staged = new Uint8Array(UNIFORM_CHUNK);
+      chunk = { buffer, staged, words: new Uint32Array(staged.buffer), used: 0 };
       this.uniformChunks.push(chunk);
     }
     const offset = chunk.used;
-    chunk.staged.set(bytes, offset);
-    chunk.used = Math.ceil((offset + bytes.length) / align) * align;
-    return { buffer: chunk.buffer, offset, size: bytes.length };
+    u.writeTo(chunk.words, offset / 4);
+    chunk.used = Math.ceil((offset + size) / align) * align;
+    return { buffer: chunk.buffer, offset, size };
   }
 
   /** Submits everything recorded so far. Errors of the batch surface at the next read/sync. */

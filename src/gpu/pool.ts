@@ -23,6 +23,7 @@ export class BufferPool {
   private readonly free = new Map<number, GPUBuffer[]>();
   private readonly sizes = new WeakMap<GPUBuffer, number>();
   private readonly order = new WeakMap<GPUBuffer, number>();
+  private readonly labels = new WeakMap<GPUBuffer, string>();
   private created = 0;
   readonly stats: MemoryStats = { liveBytes: 0, pooledBytes: 0, peakBytes: 0, largestBufferBytes: 0, buffers: 0 };
 
@@ -38,10 +39,16 @@ export class BufferPool {
     let buf = list?.pop();
     if (buf) {
       this.stats.pooledBytes -= size;
-      buf.label = label;
+      // The label setter crosses into the runtime: skipped when the buffer already has it (a decode step
+      // gets its buffers back under the same labels step after step).
+      if (this.labels.get(buf) !== label) {
+        buf.label = label;
+        this.labels.set(buf, label);
+      }
     } else {
       buf = this.create(size, label);
       this.sizes.set(buf, size);
+      this.labels.set(buf, label);
       this.order.set(buf, this.created++);
       this.stats.buffers++;
       this.stats.largestBufferBytes = Math.max(this.stats.largestBufferBytes, size);

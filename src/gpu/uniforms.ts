@@ -1,47 +1,48 @@
-// Builds the bytes of a WGSL uniform struct made of 4-byte scalars (u32, i32, f32), in field order.
-// Every dispatch builds one, so it starts small (most structs are 16-32 bytes) and grows when needed.
+// Builds the bytes of a WGSL uniform struct made of 4-byte scalars (u32, i32, f32), in field order. Every
+// dispatch builds one, so fields are kept as 32-bit words in a plain array and copied straight into the
+// batch's uniform chunk (writeTo): no buffer of its own to allocate.
+
+const f32Scratch = new Float32Array(1);
+const f32Bits = new Uint32Array(f32Scratch.buffer);
 
 export class Uniforms {
-  private view: DataView;
-  private offset = 0;
-  constructor(capacity = 32) {
-    this.view = new DataView(new ArrayBuffer(Math.max(16, Math.ceil(capacity / 16) * 16)));
-  }
-  private room(): DataView {
-    if (this.offset + 4 > this.view.byteLength) {
-      const grown = new Uint8Array(this.view.byteLength * 2);
-      grown.set(new Uint8Array(this.view.buffer));
-      this.view = new DataView(grown.buffer);
-    }
-    return this.view;
-  }
+  private readonly words: number[] = [];
   u32(v: number): this {
     if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new RangeError(`uniform u32 out of range: ${v}`);
-    this.room().setUint32(this.offset, v, true);
-    this.offset += 4;
+    this.words.push(v);
     return this;
   }
   i32(v: number): this {
-    if (!Number.isInteger(v)) throw new RangeError(`uniform i32 not an integer: ${v}`);
-    this.room().setInt32(this.offset, v, true);
-    this.offset += 4;
+    if (!Number.isInteger(v) || v < -0x80000000 || v > 0x7fffffff) throw new RangeError(`uniform i32 out of range: ${v}`);
+    this.words.push(v >>> 0);
     return this;
   }
   f32(v: number): this {
-    this.room().setFloat32(this.offset, v, true);
-    this.offset += 4;
+    f32Scratch[0] = v;
+    this.words.push(f32Bits[0]!);
     return this;
   }
-  /** Bytes written, padded to 16 (uniform structs round up to their 16-byte alignment). */
+  /** Size of the struct: the fields, padded to 16 (uniform structs round up to their 16-byte alignment). */
+  get byteLength(): number {
+    return Math.max(16, Math.ceil(this.words.length / 4) * 16);
+  }
+  /** Writes the struct (fields, then zeroed padding: byteLength bytes) into dst from word `at` on. */
+  writeTo(dst: Uint32Array, at: number): void {
+    const w = this.words;
+    const n = this.byteLength / 4;
+    for (let i = 0; i < n; i++) dst[at + i] = i < w.length ? w[i]! : 0;
+  }
+  /** The struct's bytes, little-endian, padding zeroed. */
   bytes(): Uint8Array {
-    const n = Math.max(16, Math.ceil(this.offset / 16) * 16);
-    return new Uint8Array(this.view.buffer, 0, n);
+    const out = new Uint32Array(this.byteLength / 4);
+    this.writeTo(out, 0);
+    return new Uint8Array(out.buffer);
   }
 }
 
 /** Shorthand: uniforms from a list of u32 values. */
 export function u32s(...values: number[]): Uniforms {
-  const u = new Uniforms(values.length * 4);
+  const u = new Uniforms();
   for (const v of values) u.u32(v);
   return u;
 }

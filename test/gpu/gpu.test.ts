@@ -165,14 +165,17 @@ describe('uniforms', () => {
     expect(u32s(1, 2, 3).bytes().length).toBe(16);
   });
 
-  it('grows past its first capacity, keeping every field', () => {
-    const u = new Uniforms(16);
+  it('holds any number of fields, and writes them with zeroed padding where it is told', () => {
+    const u = new Uniforms();
     for (let i = 0; i < 21; i++) u.u32(i * 3 + 1);
     const bytes = u.bytes();
     expect(bytes.length).toBe(96);
     const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     expect(Array.from({ length: 21 }, (_, i) => v.getUint32(4 * i, true))).toEqual(Array.from({ length: 21 }, (_, i) => i * 3 + 1));
     expect(u32s(...Array.from({ length: 70 }, (_, i) => i)).bytes().length).toBe(288);
+    const dst = new Uint32Array(12).fill(0xdeadbeef);
+    new Uniforms().f32(1).i32(-2).writeTo(dst, 4);
+    expect([...dst]).toEqual([0xdeadbeef, 0xdeadbeef, 0xdeadbeef, 0xdeadbeef, 0x3f800000, 0xfffffffe, 0, 0, 0xdeadbeef, 0xdeadbeef, 0xdeadbeef, 0xdeadbeef]);
   });
 
   it('rejects values a u32 or i32 cannot hold', () => {
@@ -180,6 +183,7 @@ describe('uniforms', () => {
     expect(() => new Uniforms().u32(2 ** 32)).toThrow(RangeError);
     expect(() => new Uniforms().u32(1.5)).toThrow(RangeError);
     expect(() => new Uniforms().i32(0.5)).toThrow(RangeError);
+    expect(() => new Uniforms().i32(2 ** 31)).toThrow(RangeError);
   });
 
   it('every dispatch of a batch sees its own uniforms (more than one 64 KiB chunk)', async () => {
