@@ -15,7 +15,7 @@ import { attentionPaged, attentionPrefill, type AttentionDims } from '../kernels
 import { add } from '../kernels/elementwise.ts';
 import { embedding } from '../kernels/embedding.ts';
 import { matmul } from '../kernels/matmul.ts';
-import { qkNormRope } from '../kernels/qk-norm-rope.ts';
+import { qkNormRope, qkNormRopeWritesCache } from '../kernels/qk-norm-rope.ts';
 import { addRmsnorm, rmsnorm } from '../kernels/rmsnorm.ts';
 import { rope } from '../kernels/rope.ts';
 import { swiglu } from '../kernels/swiglu.ts';
@@ -256,12 +256,17 @@ export class Qwen3Model {
     const v = this.linear(i, 'v_proj', n, w.v, ctx).view([T, c.numKvHeads, c.headDim]);
     let q = qPre;
     let k = kPre;
+    // Over the cache, the fused pass also writes k and v to their slots (where the device binds enough buffers).
+    const cacheInPass = !save && ctx.cache !== undefined && qkNormRopeWritesCache(gpu);
     if (save) {
       const qn = rmsnorm(gpu, qPre, w.qNorm, eps);
       const kn = rmsnorm(gpu, kPre, w.kNorm, eps);
       q = rope(gpu, qn.y, ctx.positions, this.rope);
       k = rope(gpu, kn.y, ctx.positions, this.rope);
       Object.assign(save, { qPre, qRstd: qn.rstd, kPre, kRstd: kn.rstd, q, k, v });
+    } else if (cacheInPass) {
+      const { kv, batch } = ctx.cache!;
+      qkNormRope(gpu, qPre, kPre, w.qNorm, w.kNorm, ctx.positions, this.rope, eps, { v, slots: batch.slots, kc: kv.k[i]!, vc: kv.v[i]! });
     } else {
       qkNormRope(gpu, qPre, kPre, w.qNorm, w.kNorm, ctx.positions, this.rope, eps);
     }
@@ -269,7 +274,7 @@ export class Qwen3Model {
     let lse: Tensor | null = null;
     if (ctx.cache) {
       const { kv, batch } = ctx.cache;
-      kv.write(i, k, v, batch.slots);
+      if (!cacheInPass) kv.write(i, k, v, batch.slots);
       o = attentionPaged(gpu, q, kv, i, batch, dims);
     } else {
       ({ o, lse } = attentionPrefill(gpu, q, k, v, ctx.seqStarts, ctx.numSeqs, dims));
