@@ -7,7 +7,7 @@
 // bench/torch/bench_attention.py times the same names and shapes in PyTorch (sdpa).
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
-import { type AttentionBackwardVersion, type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, backwardVersion, prefillRows } from '../src/kernels/attention.ts';
+import { type AttentionBackwardVersion, type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, backwardVersion, pagedKernel, prefillRows } from '../src/kernels/attention.ts';
 import { KvCache, type PagedBatch, releaseBatch } from '../src/model/kv-cache.ts';
 import { mulberry32 } from '../src/util/mulberry32.ts';
 import { benchRow, type BenchRow } from './results.ts';
@@ -116,10 +116,16 @@ export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: 
     const decodeName = `attention_decode_${cacheTag}_${seqs}x${sh.decodeLen}_${tag}`;
     if (!want(decodeName)) continue;
     const p = pagedSetup(gpu, dims, Array(seqs).fill(sh.decodeLen), 1);
-    const s = await secondsPerCall(gpu, () => [attentionPaged(gpu, p.q, p.cache, 0, p.batch, dims)]);
     const kvBytes = 2 * seqs * sh.decodeLen * dims.nKv * D * (p.cache.dtype === 'f16' ? 2 : 4);
-    rows.push(benchRow(gpu, decodeName, (4 * D * H * seqs * sh.decodeLen) / s / 1e9, 'GFLOP/s'));
-    rows.push(benchRow(gpu, `${decodeName}_kvread`, kvBytes / s / 1e9, 'GB/s'));
+    // The default kernel under the plain names; version 2 beside it where version 3 is the default.
+    const one = { numSeqs: seqs, maxQueries: 1 };
+    const kernels: ('decode3' | 'decode2')[] = pagedKernel(gpu, dims, p.cache.dtype, seqs, one) === 'decode3' ? ['decode3', 'decode2'] : ['decode2'];
+    for (const k of kernels) {
+      const s = await secondsPerCall(gpu, () => [attentionPaged(gpu, p.q, p.cache, 0, p.batch, dims, k)]);
+      const suffix = k === kernels[0] ? '' : '_v2';
+      rows.push(benchRow(gpu, `${decodeName}${suffix}`, (4 * D * H * seqs * sh.decodeLen) / s / 1e9, 'GFLOP/s'));
+      rows.push(benchRow(gpu, `${decodeName}${suffix}_kvread`, kvBytes / s / 1e9, 'GB/s'));
+    }
     p.free();
     gpu.pool.trim();
   }

@@ -1,5 +1,7 @@
 // Causal attention: training/prefill forward over packed sequences (shaders/attention_prefill.wgsl), its
-// backward (shaders/attention_backward.wgsl; attention_backward_quad.wgsl where subgroups exist) and inference over the paged KV cache (shaders/attention_paged.wgsl).
+// backward (shaders/attention_backward.wgsl; attention_backward_quad.wgsl where subgroups exist) and inference
+// over the paged KV cache (shaders/attention_paged.wgsl; decode steps attention_decode_sg.wgsl where subgroups
+// exist, else attention_decode.wgsl).
 import { GpuLimitError } from '../gpu/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
@@ -33,7 +35,7 @@ function checkDims(kernel: string, d: AttentionDims): { group: number; scale: nu
 }
 
 /** Workgroup memory (bytes) of each entry point for a head dim, as declared in its shader. */
-export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'decode' | 'decode2' | 'dkdv' | 'dq' | 'dkdv2' | 'dq2', headDim: number, group = 1): number {
+export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'decode' | 'decode2' | 'decode3' | 'dkdv' | 'dq' | 'dkdv2' | 'dq2', headDim: number, group = 1, lanes = 1): number {
   const ns = Math.ceil(headDim / 4);
   const vec4 = 16;
   switch (kernel) {
@@ -56,6 +58,11 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'deco
       return vec4 * (2 * 8 * (ns + 1) + 2 * 16 * (ns + 1) + 2 * 2 * 16) + 4 * (4 * 16 + 2);
     case 'dq':
       return vec4 * (2 * 16 * ns + 16 * (ns + 1) + 4 * 16) + 4 * (5 * 16 + 2);
+    case 'decode3': {
+      // shaders/attention_decode_sg.wgsl: (max, sum) per group and head, one head's outputs of every group
+      const groups = 128 / lanes;
+      return 8 * groups * group + 4 * groups * headDim;
+    }
     case 'dkdv2':
       // q and dO tiles of 16 rows, row metadata
       return vec4 * 2 * 16 * ns + 4 * (4 * 16 + 2);
@@ -162,20 +169,46 @@ export function decodeV2Applies(gpu: Gpu, headDim: number, group: number, cacheD
   return workgroupBytes('decode2', Math.max(headDim, 8), group) <= gpu.limits.maxComputeWorkgroupStorageSize;
 }
 
-/** Which kernel attentionPaged runs for Tq queries of a batch (see there). */
-export function pagedKernel(gpu: Gpu, dims: AttentionDims, cacheDtype: 'f32' | 'f16', Tq: number, batch: Pick<PagedBatch, 'numSeqs' | 'maxQueries'>): 'decode2' | 'decode' | 'paged' {
+/** Lanes per key of shaders/attention_decode_sg.wgsl (version 3) on this device, or null where it cannot run: it
+ *  needs subgroups and version 2's loads (a power-of-two number of 16-byte loads per row), and takes as many lanes
+ *  per key as there are loads in a row, at most the smallest subgroup. */
+export function decodeV3Lanes(gpu: Gpu, headDim: number, group: number, cacheDtype: 'f32' | 'f16'): number | null {
+  const sg = gpu.report.subgroups;
+  if (!sg || !decodeV2Applies(gpu, headDim, group, cacheDtype)) return null;
+  const lanes = Math.min(headDim / (cacheDtype === 'f16' ? 8 : 4), sg.minSize, 128);
+  if (lanes & (lanes - 1)) return null;
+  return workgroupBytes('decode3', headDim, group, lanes) <= gpu.limits.maxComputeWorkgroupStorageSize ? lanes : null;
+}
+
+/** The kernels of attentionPaged: decode versions 3 (subgroups) and 2 (one query per sequence), the version-1
+ *  decode entry (few rows per sequence) and the tiled one. */
+export type PagedKernel = 'decode3' | 'decode2' | 'decode' | 'paged';
+
+/** Which kernel attentionPaged runs for Tq queries of a batch (see there); `prefer` a decode version where it applies. */
+export function pagedKernel(
+  gpu: Gpu,
+  dims: AttentionDims,
+  cacheDtype: 'f32' | 'f16',
+  Tq: number,
+  batch: Pick<PagedBatch, 'numSeqs' | 'maxQueries'>,
+  prefer?: 'decode3' | 'decode2',
+): PagedKernel {
   const group = dims.nHeads / dims.nKv;
   const maxQueries = batch.maxQueries ?? Tq;
-  if (Tq === batch.numSeqs && maxQueries === 1 && decodeV2Applies(gpu, dims.headDim, group, cacheDtype)) return 'decode2';
+  if (Tq === batch.numSeqs && maxQueries === 1) {
+    if (prefer !== 'decode2' && decodeV3Lanes(gpu, dims.headDim, group, cacheDtype) !== null) return 'decode3';
+    if (decodeV2Applies(gpu, dims.headDim, group, cacheDtype)) return 'decode2';
+  }
   return dims.headDim % 4 === 0 && maxQueries * group <= DECODE_ROWS ? 'decode' : 'paged';
 }
 
 /** Inference over the paged KV cache: queries of new tokens (any number per sequence: prefill chunks, prefix-cached
  *  prompts, or 1 per sequence for decode) attend causally to all cached positions of their sequence up to their own
  *  position. The cache already holds these tokens' K/V (write them first). Returns o [Tq, nHeads, hd] f32.
- *  A decode step takes attention_decode.wgsl where it applies (decodeV2Applies); other calls with few rows per
+ *  A decode step takes attention_decode_sg.wgsl where subgroups exist (decodeV3Lanes), else attention_decode.wgsl
+ *  where it applies (decodeV2Applies; `prefer` 'decode2' picks it over version 3); other calls with few rows per
  *  sequence the `decode` entry point of attention_paged.wgsl, and the rest its tiled `main`. */
-export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: number, batch: PagedBatch, dims: AttentionDims): Tensor {
+export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: number, batch: PagedBatch, dims: AttentionDims, prefer?: 'decode3' | 'decode2'): Tensor {
   const name = 'attention_paged';
   const { group, scale } = checkDims(name, dims);
   if (dims.nKv !== cache.nKv || dims.headDim !== cache.headDim) {
@@ -192,11 +225,12 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   if (Tq === 0) return o;
   if (batch.numSeqs > MAX_WORKGROUPS) throw new ShapeError(`${name}: ${batch.numSeqs} sequences exceed ${MAX_WORKGROUPS}`);
   const seqRows = (batch.maxQueries ?? Tq) * group;
-  const kernel = pagedKernel(gpu, dims, cache.dtype, Tq, batch);
-  const qTiles = kernel === 'decode2' ? 1 : ceilDiv(seqRows, kernel === 'decode' ? 4 : BQ);
+  const kernel = pagedKernel(gpu, dims, cache.dtype, Tq, batch, prefer);
+  const oneTile = kernel === 'decode3' || kernel === 'decode2';
+  const qTiles = oneTile ? 1 : ceilDiv(seqRows, kernel === 'decode' ? 4 : BQ);
   const { splits, chunk } = pagedSplits(batch.numSeqs * dims.nKv * qTiles, batch.maxSeqLen, kernel === 'paged' ? 32 : 128);
   checkGrid(name, qTiles * splits);
-  if (kernel !== 'decode2') checkWorkgroupMemory(gpu, name, kernel, dims.headDim);
+  if (!oneTile) checkWorkgroupMemory(gpu, name, kernel as 'decode' | 'paged', dims.headDim);
   const rows = Tq * dims.nHeads;
   const parts = splits > 1 ? gpu.tensor([splits, rows, dims.headDim], 'f32', 'attention_paged.parts') : o;
   const ml = gpu.tensor([splits > 1 ? splits * rows * 2 : 2], 'f32', 'attention_paged.ml');
@@ -207,7 +241,16 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   const kc = cache.k[layer]!;
   const vc = cache.v[layer]!;
   const tables = [batch.qStarts, batch.qPositions, batch.pageTable, parts, ml];
-  if (kernel === 'decode2') {
+  if (kernel === 'decode3') {
+    gpu.dispatch({
+      shader: 'attention_decode_sg',
+      variant: { enables: ['subgroups'], consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', L: decodeV3Lanes(gpu, dims.headDim, group, cache.dtype)! } },
+      uniforms,
+      bindings: [q, kc, vc, ...tables],
+      workgroups: [splits, dims.nKv, batch.numSeqs],
+      label: 'attention_decode_sg',
+    });
+  } else if (kernel === 'decode2') {
     gpu.dispatch({
       shader: 'attention_decode',
       variant: { consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16' } },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { benchAttention } from '../../bench/attention.ts';
-import { backwardVersion } from '../../src/kernels/attention.ts';
+import { backwardVersion, pagedKernel } from '../../src/kernels/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
 
 describe('bench attention', () => {
@@ -14,5 +14,18 @@ describe('bench attention', () => {
       expect(r.value).toBeGreaterThan(0);
       expect(r.unit).toBe('GFLOP/s');
     }
+  });
+
+  it('quick decode rows: the default kernel under the plain name, version 2 beside version 3', async () => {
+    const gpu = await testGpu();
+    const rows = await benchAttention(gpu, { quick: true, filter: 'attention_decode' });
+    const cache = gpu.f16 ? 'f16cache' : 'f32cache';
+    const names = (seqs: number) => {
+      const n = `attention_decode_${cache}_${seqs}x40_h4kv2d32`;
+      const one = pagedKernel(gpu, { nHeads: 4, nKv: 2, headDim: 32 }, gpu.f16 ? 'f16' : 'f32', seqs, { numSeqs: seqs, maxQueries: 1 });
+      return one === 'decode3' ? [n, `${n}_kvread`, `${n}_v2`, `${n}_v2_kvread`] : [n, `${n}_kvread`];
+    };
+    expect(rows.map((r) => r.name)).toEqual([...names(4), ...names(1)]);
+    for (const r of rows) expect(r.value).toBeGreaterThan(0);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { type AttentionDims, attentionPaged, attentionPrefill, pagedKernel } from '../../src/kernels/attention.ts';
+import { type AttentionDims, attentionPaged, attentionPrefill, decodeV3Lanes, pagedKernel } from '../../src/kernels/attention.ts';
 import { KvCache, KvCacheError, releaseBatch } from '../../src/model/kv-cache.ts';
 import { starts, uploadQkv } from '../helpers/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
@@ -17,7 +17,7 @@ interface PagedCase {
 
 /** Fills a cache with random K/V for each sequence (cached part, then the new part through batch.slots) and
  *  compares attentionPaged with the reference. Pages are handed out shuffled, so tables are not contiguous. */
-async function checkPaged(gpu: Gpu, c: PagedCase, seed: number): Promise<number> {
+async function checkPaged(gpu: Gpu, c: PagedCase, seed: number, prefer?: 'decode3' | 'decode2'): Promise<number> {
   const { dims } = c;
   const pageSize = 16;
   const lens = c.cached.map((x, i) => x + c.fresh[i]!);
@@ -51,7 +51,7 @@ async function checkPaged(gpu: Gpu, c: PagedCase, seed: number): Promise<number>
   writeRows(c.fresh.map((n, seq) => ({ seq, from: c.cached[seq]!, n })), batch.slots);
   const Tq = c.fresh.reduce((a, b) => a + b, 0);
   const q = randn(Tq * dims.nHeads * dims.headDim, seed + 99, 1);
-  const o = attentionPaged(gpu, gpu.upload(q, [Tq, dims.nHeads, dims.headDim], 'f32', 'q'), cache, layer, batch, dims);
+  const o = attentionPaged(gpu, gpu.upload(q, [Tq, dims.nHeads, dims.headDim], 'f32', 'q'), cache, layer, batch, dims, prefer);
   const ref = pagedRef(q, kv.map((x, i) => ({ ...x, positions: Array.from({ length: c.fresh[i]! }, (_, j) => c.cached[i]! + j) })), dims);
   const err = relError(await gpu.readF32(o), ref);
   releaseBatch(batch);
@@ -90,17 +90,31 @@ describe('attentionPaged', () => {
         expect(await checkPaged(gpu, { ...c, dtype }, 7 + c.dims.headDim)).toBeLessThan(dtype === 'f16' ? 1e-4 : 2e-5);
       });
     }
+    // Decode steps again through version 2 where version 3 (the default with subgroups) took them above.
+    for (const c of PAGED_CASES.filter((x) => x.fresh.every((n) => n === 1))) {
+      it(`${dtype} decode version 2: cached [${c.cached}] heads ${c.dims.nHeads}/${c.dims.nKv} hd ${c.dims.headDim}`, async (ctx) => {
+        const gpu = await testGpu();
+        if (dtype === 'f16' && !gpu.f16) return ctx.skip();
+        const one = { numSeqs: c.fresh.length, maxQueries: 1 };
+        if (pagedKernel(gpu, c.dims, dtype, c.fresh.length, one) !== 'decode3') return ctx.skip('version 3 does not run here: the cases above took version 2');
+        expect(pagedKernel(gpu, c.dims, dtype, c.fresh.length, one, 'decode2')).toBe('decode2');
+        expect(await checkPaged(gpu, { ...c, dtype }, 7 + c.dims.headDim, 'decode2')).toBeLessThan(dtype === 'f16' ? 1e-4 : 2e-5);
+      });
+    }
   }
 
-  it('decode steps take version 2 where its loads fit, other calls the version-1 entries', async () => {
+  it('decode steps take version 3 with subgroups, else version 2 where its loads fit; other calls the version-1 entries', async () => {
     const gpu = await testGpu();
     const one = { numSeqs: 3, maxQueries: 1 };
     const qwen = { nHeads: 16, nKv: 8, headDim: 128 };
-    expect(pagedKernel(gpu, qwen, 'f16', 3, one)).toBe('decode2');
-    expect(pagedKernel(gpu, qwen, 'f32', 3, one)).toBe('decode2');
+    const decode = gpu.report.subgroups ? 'decode3' : 'decode2';
+    expect(pagedKernel(gpu, qwen, 'f16', 3, one)).toBe(decode);
+    expect(pagedKernel(gpu, qwen, 'f32', 3, one)).toBe(decode);
+    expect(pagedKernel(gpu, qwen, 'f32', 3, one, 'decode2')).toBe('decode2');
+    if (gpu.report.subgroups) expect(decodeV3Lanes(gpu, 128, 2, 'f32')).toBe(Math.min(32, gpu.report.subgroups.minSize));
     expect(pagedKernel(gpu, { nHeads: 4, nKv: 2, headDim: 24 }, 'f16', 3, one)).toBe('decode');
     expect(pagedKernel(gpu, { nHeads: 4, nKv: 2, headDim: 24 }, 'f32', 3, one)).toBe('decode');
-    expect(pagedKernel(gpu, { nHeads: 4, nKv: 2, headDim: 4 }, 'f32', 3, one)).toBe('decode2');
+    expect(pagedKernel(gpu, { nHeads: 4, nKv: 2, headDim: 4 }, 'f32', 3, one)).toBe(decode);
     expect(pagedKernel(gpu, qwen, 'f16', 4, { numSeqs: 3, maxQueries: 2 })).toBe('decode');
     expect(pagedKernel(gpu, qwen, 'f16', 30, { numSeqs: 3, maxQueries: 20 })).toBe('paged');
   });
