@@ -5,8 +5,8 @@
 // neighbouring lanes of a subgroup takes one key at a time: each lane reads its 16-byte pieces of the K and V rows
 // (so L lanes read the row's contiguous bytes), the score is its partial dots summed over the L lanes by
 // subgroupShuffleXor, and each group keeps its own running max, sum and output (online softmax), so the key
-// loop has no barrier at all. The WG / L groups of a workgroup stride over the split's keys and are merged at the
-// end. The cache is read as vec4<u32> whatever its type (f16 pairs unpacked with unpack2x16float).
+// loop has no barrier at all. The WG / L groups of a workgroup stride over the split's keys, U keys at a time
+// (their loads in flight together), and are merged at the end. The cache is read as vec4<u32> whatever its type (f16 pairs unpacked with unpack2x16float).
 // Threads fill subgroups in invocation order (local index L·g .. L·g + L − 1 is one group), as on every Vulkan driver.
 // Variant consts: HD, G (query heads per kv head), F16 (the cache holds f16), L (lanes per key: a power of two
 // dividing HD / (8 or 4) and at most the subgroup size).
@@ -32,6 +32,7 @@ const NA = LW / 4u;               // vec4f per load
 const LPR = u32(HD) / LW;         // loads per row
 const NL = LPR / L;               // loads per lane per row
 const NG = WG / L;                // key groups
+const U = 4u;                     // keys a group takes at a time
 const MASKED = -3.0e38;
 
 var<workgroup> groupML: array<vec2f, NG * G>;       // (max, sum) of each group and head
@@ -81,37 +82,44 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   var acc: array<vec4f, G * NL * NA>;
   for (var r = 0u; r < G; r++) { m[r] = -1.0e30; l[r] = 0.0; }
   for (var a = 0u; a < G * NL * NA; a++) { acc[a] = vec4f(0.0); }
-  // The bound is the workgroup's, so every lane of a subgroup takes every shuffle; a group past the end
-  // re-reads the last key and gives it probability 0.
-  for (var kb = begin; kb < end; kb += NG) {
-    let valid = kb + g < end;
-    let key = min(kb + g, end - 1u);
-    let slot = pageTable[pages + key / p.pageSize] * p.pageSize + key % p.pageSize;
-    let base = (slot * p.nKv + kvh) * LPR + lane;
-    var dots: array<f32, G>;
-    for (var r = 0u; r < G; r++) { dots[r] = 0.0; }
-    for (var c = 0u; c < NL; c++) {
-      let k = unpack(kc[base + c * L]);
-      for (var r = 0u; r < G; r++) {
-        dots[r] += dot(qr[(r * NL + c) * NA], k.lo);
-        if (F16) { dots[r] += dot(qr[(r * NL + c) * NA + 1u], k.hi); }
+  // U keys a group at a time (their loads in flight together), strided by NG so that a warp's groups read
+  // neighbouring keys. The bound is the workgroup's, so every lane of a subgroup takes every shuffle; keys past
+  // the end re-read the last key and get probability 0.
+  for (var kb = begin; kb < end; kb += NG * U) {
+    var vv: array<Load, U * NL>;
+    var s: array<f32, U * G>;
+    for (var u = 0u; u < U; u++) {
+      let want = kb + g + u * NG;
+      let key = min(want, end - 1u);
+      let slot = pageTable[pages + key / p.pageSize] * p.pageSize + key % p.pageSize;
+      let base = (slot * p.nKv + kvh) * LPR + lane;
+      var dots: array<f32, G>;
+      for (var r = 0u; r < G; r++) { dots[r] = 0.0; }
+      for (var c = 0u; c < NL; c++) {
+        let k = unpack(kc[base + c * L]);
+        vv[u * NL + c] = unpack(vc[base + c * L]);
+        for (var r = 0u; r < G; r++) {
+          dots[r] += dot(qr[(r * NL + c) * NA], k.lo);
+          if (F16) { dots[r] += dot(qr[(r * NL + c) * NA + 1u], k.hi); }
+        }
       }
+      for (var r = 0u; r < G; r++) { s[u * G + r] = select(MASKED, group_sum(dots[r]) * p.scale2, want < end); }
     }
-    var pr: array<f32, G>;
     for (var r = 0u; r < G; r++) {
-      let s = select(MASKED, group_sum(dots[r]) * p.scale2, valid);
-      let mt = max(m[r], s);
+      var mt = m[r];
+      for (var u = 0u; u < U; u++) { mt = max(mt, s[u * G + r]); }
       let alpha = exp2(m[r] - mt);
-      pr[r] = exp2(s - mt);
       m[r] = mt;
-      l[r] = l[r] * alpha + pr[r];
+      l[r] *= alpha;
       for (var a = 0u; a < NL * NA; a++) { acc[r * NL * NA + a] *= alpha; }
-    }
-    for (var c = 0u; c < NL; c++) {
-      let v = unpack(vc[base + c * L]);
-      for (var r = 0u; r < G; r++) {
-        acc[(r * NL + c) * NA] += pr[r] * v.lo;
-        if (F16) { acc[(r * NL + c) * NA + 1u] += pr[r] * v.hi; }
+      for (var u = 0u; u < U; u++) {
+        let pr = exp2(s[u * G + r] - mt);
+        l[r] += pr;
+        for (var c = 0u; c < NL; c++) {
+          let v = vv[u * NL + c];
+          acc[(r * NL + c) * NA] += pr * v.lo;
+          if (F16) { acc[(r * NL + c) * NA + 1u] += pr * v.hi; }
+        }
       }
     }
   }

@@ -151,8 +151,8 @@ const DECODE_ROWS = 8;
 
 /** How many ways to split each sequence's keys (flash-decoding): more when there are few (sequence, kv head,
  *  query tile) workgroups. chunk is the keys per split, a multiple of the kernel's key step. */
-export function pagedSplits(workgroups: number, maxSeqLen: number, keyStep: number): { splits: number; chunk: number } {
-  const maxSplits = Math.max(1, Math.ceil(maxSeqLen / MIN_SPLIT_KEYS));
+export function pagedSplits(workgroups: number, maxSeqLen: number, keyStep: number, minSplitKeys = MIN_SPLIT_KEYS): { splits: number; chunk: number } {
+  const maxSplits = Math.max(1, Math.ceil(maxSeqLen / minSplitKeys));
   const want = Math.min(maxSplits, Math.max(1, Math.ceil(TARGET_WORKGROUPS / workgroups)));
   const chunk = Math.max(keyStep, Math.ceil(Math.ceil(maxSeqLen / want) / keyStep) * keyStep);
   return { splits: Math.max(1, Math.ceil(maxSeqLen / chunk)), chunk };
@@ -228,7 +228,13 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   const kernel = pagedKernel(gpu, dims, cache.dtype, Tq, batch, prefer);
   const oneTile = kernel === 'decode3' || kernel === 'decode2';
   const qTiles = oneTile ? 1 : ceilDiv(seqRows, kernel === 'decode' ? 4 : BQ);
-  const { splits, chunk } = pagedSplits(batch.numSeqs * dims.nKv * qTiles, batch.maxSeqLen, kernel === 'paged' ? 32 : 128);
+  // Version 3's groups walk their keys in series (U = 4 at a time): few sequences get splits down to one pass.
+  const lanes = kernel === 'decode3' ? decodeV3Lanes(gpu, dims.headDim, group, cache.dtype)! : 0;
+  const v3Step = (128 / lanes) * 4;
+  const { splits, chunk } =
+    kernel === 'decode3'
+      ? pagedSplits(batch.numSeqs * dims.nKv, batch.maxSeqLen, v3Step, v3Step)
+      : pagedSplits(batch.numSeqs * dims.nKv * qTiles, batch.maxSeqLen, kernel === 'paged' ? 32 : 128);
   checkGrid(name, qTiles * splits);
   if (!oneTile) checkWorkgroupMemory(gpu, name, kernel as 'decode' | 'paged', dims.headDim);
   const rows = Tq * dims.nHeads;
@@ -244,7 +250,7 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   if (kernel === 'decode3') {
     gpu.dispatch({
       shader: 'attention_decode_sg',
-      variant: { enables: ['subgroups'], consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', L: decodeV3Lanes(gpu, dims.headDim, group, cache.dtype)! } },
+      variant: { enables: ['subgroups'], consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', L: lanes } },
       uniforms,
       bindings: [q, kc, vc, ...tables],
       workgroups: [splits, dims.nKv, batch.numSeqs],

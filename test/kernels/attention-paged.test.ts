@@ -77,14 +77,20 @@ const PAGED_CASES: Omit<PagedCase, 'dtype'>[] = [
   { cached: [1000], fresh: [1], dims: { nHeads: 8, nKv: 2, headDim: 32 } },
   { cached: [77, 0, 300], fresh: [1, 1, 1], dims: { nHeads: 8, nKv: 1, headDim: 128 } },
   { cached: [9, 44], fresh: [1, 1], dims: { nHeads: 2, nKv: 1, headDim: 8 } },
+  // 2048 (sequence, kv head) workgroups: one split, so a workgroup walks hundreds of keys; scores up to ~±300
+  // (log2 domain), so a running max that missed keys would overflow
+  { cached: Array.from({ length: 128 }, (_, i) => 100 + ((i * 37) % 200)), fresh: Array(128).fill(1), dims: { nHeads: 16, nKv: 16, headDim: 8, scale: 30 } },
   // hd 24: 3 f16 (6 f32) loads a row, not a power of two: the version-1 decode entry
   { cached: [40, 2], fresh: [1, 1], dims: { nHeads: 4, nKv: 2, headDim: 24 } },
 ];
 
+/** A case's cached lengths for a test name (a long list as its count and range). */
+const cachedName = (c: number[]) => (c.length > 8 ? `${c.length} sequences of ${Math.min(...c)}-${Math.max(...c)}` : `[${c}]`);
+
 describe('attentionPaged', () => {
   for (const dtype of ['f32', 'f16'] as const) {
     for (const c of PAGED_CASES) {
-      it(`${dtype} cached [${c.cached}] new [${c.fresh}] heads ${c.dims.nHeads}/${c.dims.nKv} hd ${c.dims.headDim}`, async (ctx) => {
+      it(`${dtype} cached ${cachedName(c.cached)} new ${cachedName(c.fresh)} heads ${c.dims.nHeads}/${c.dims.nKv} hd ${c.dims.headDim}`, async (ctx) => {
         const gpu = await testGpu();
         if (dtype === 'f16' && !gpu.f16) return ctx.skip();
         expect(await checkPaged(gpu, { ...c, dtype }, 7 + c.dims.headDim)).toBeLessThan(dtype === 'f16' ? 1e-4 : 2e-5);
@@ -92,7 +98,7 @@ describe('attentionPaged', () => {
     }
     // Decode steps again through version 2 where version 3 (the default with subgroups) took them above.
     for (const c of PAGED_CASES.filter((x) => x.fresh.every((n) => n === 1))) {
-      it(`${dtype} decode version 2: cached [${c.cached}] heads ${c.dims.nHeads}/${c.dims.nKv} hd ${c.dims.headDim}`, async (ctx) => {
+      it(`${dtype} decode version 2: cached ${cachedName(c.cached)} heads ${c.dims.nHeads}/${c.dims.nKv} hd ${c.dims.headDim}`, async (ctx) => {
         const gpu = await testGpu();
         if (dtype === 'f16' && !gpu.f16) return ctx.skip();
         const one = { numSeqs: c.fresh.length, maxQueries: 1 };
