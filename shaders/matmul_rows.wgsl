@@ -4,12 +4,22 @@
 // of 32 threads makes 8 output columns; a group's threads stride over K and their partial sums are added
 // through workgroup memory. Rows are handled 4 at a time in named vec4 accumulators. ROWS (= M) is a
 // compile-time constant, so unused row groups vanish and clamped duplicate row reads fold away.
-struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, _p0: u32, _p1: u32, _p2: u32 }
+// MULTI / THREE: the same a against two or three weights in one dispatch (q, k and v; gate and up), each into
+// its own out, plain products only (alpha 1, no accumulation); the workgroups go to the weights in order.
+struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, N2: u32, N3: u32, _p2: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<vec4<TA>>;
 @group(0) @binding(2) var<storage, read> b: array<vec4<TB>>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
+#if MULTI
+@group(0) @binding(4) var<storage, read> b2: array<vec4<TB>>;
+@group(0) @binding(5) var<storage, read_write> out2: array<f32>;
+#endif
+#if THREE
+@group(0) @binding(6) var<storage, read> b3: array<vec4<TB>>;
+@group(0) @binding(7) var<storage, read_write> out3: array<f32>;
+#endif
 
 const ROW_GROUPS = (ROWS + 3u) / 4u;
 const COLS = 8u;
@@ -33,8 +43,25 @@ fn dots4(w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>, r0: u32, k4
   return dots(w0, r0, k4, K4) + dots(w1, r0, k4 + LANES, K4) + dots(w2, r0, k4 + 2u * LANES, K4) + dots(w3, r0, k4 + 3u * LANES, K4);
 }
 
-fn store(m: u32, n: u32, v: f32) {
+// Weight `part` (0: b, 1: b2, 2: b3), vec4 i. `part` is the workgroup's: no divergence.
+fn wload(part: u32, i: u32) -> vec4<f32> {
+#if MULTI
+  if (part == 1u) { return vec4<f32>(b2[i]); }
+#endif
+#if THREE
+  if (part == 2u) { return vec4<f32>(b3[i]); }
+#endif
+  return vec4<f32>(b[i]);
+}
+
+fn store(part: u32, m: u32, n: u32, N: u32, v: f32) {
   if (m >= ROWS) { return; }
+#if MULTI
+  if (part == 1u) { out2[m * N + n] = v; return; }
+#endif
+#if THREE
+  if (part == 2u) { out3[m * N + n] = v; return; }
+#endif
   var r = p.alpha * v;
   if (p.accumulate != 0u) { r += out[m * p.N + n]; }
   out[m * p.N + n] = r;
@@ -44,31 +71,48 @@ fn store(m: u32, n: u32, v: f32) {
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
   let tid = lid.x;
   let lane = tid % LANES;
-  let n = wg.x * COLS + tid / LANES;
+  var part = 0u;
+  var w = wg.x;
+  var N = p.N;
+#if MULTI
+  let groups1 = (p.N + COLS - 1u) / COLS;
+  if (w >= groups1) {
+    w -= groups1;
+    part = 1u;
+    N = p.N2;
+    let groups2 = (p.N2 + COLS - 1u) / COLS;
+    if (w >= groups2) {
+      w -= groups2;
+      part = 2u;
+      N = p.N3;
+    }
+  }
+#endif
+  let n = w * COLS + tid / LANES;
   let K4 = p.K / 4u;
   var acc0 = vec4<f32>(0.0);
   var acc1 = vec4<f32>(0.0);
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
-  if (n < p.N) {
+  if (n < N) {
     // four weight loads in flight per thread: latency, not bandwidth, limits one load per step
     var k4 = lane;
     for (; k4 + 3u * LANES < K4; k4 += 4u * LANES) {
-      let w0 = vec4<f32>(b[n * K4 + k4]);
-      let w1 = vec4<f32>(b[n * K4 + k4 + LANES]);
-      let w2 = vec4<f32>(b[n * K4 + k4 + 2u * LANES]);
-      let w3 = vec4<f32>(b[n * K4 + k4 + 3u * LANES]);
+      let w0 = wload(part, n * K4 + k4);
+      let w1 = wload(part, n * K4 + k4 + LANES);
+      let w2 = wload(part, n * K4 + k4 + 2u * LANES);
+      let w3 = wload(part, n * K4 + k4 + 3u * LANES);
       acc0 += dots4(w0, w1, w2, w3, 0u, k4, K4);
       if (ROW_GROUPS > 1u) { acc1 += dots4(w0, w1, w2, w3, 4u, k4, K4); }
       if (ROW_GROUPS > 2u) { acc2 += dots4(w0, w1, w2, w3, 8u, k4, K4); }
       if (ROW_GROUPS > 3u) { acc3 += dots4(w0, w1, w2, w3, 12u, k4, K4); }
     }
     for (; k4 < K4; k4 += LANES) {
-      let w = vec4<f32>(b[n * K4 + k4]);
-      acc0 += dots(w, 0u, k4, K4);
-      if (ROW_GROUPS > 1u) { acc1 += dots(w, 4u, k4, K4); }
-      if (ROW_GROUPS > 2u) { acc2 += dots(w, 8u, k4, K4); }
-      if (ROW_GROUPS > 3u) { acc3 += dots(w, 12u, k4, K4); }
+      let wv = wload(part, n * K4 + k4);
+      acc0 += dots(wv, 0u, k4, K4);
+      if (ROW_GROUPS > 1u) { acc1 += dots(wv, 4u, k4, K4); }
+      if (ROW_GROUPS > 2u) { acc2 += dots(wv, 8u, k4, K4); }
+      if (ROW_GROUPS > 3u) { acc3 += dots(wv, 12u, k4, K4); }
     }
   }
   partial[tid] = acc0;
@@ -84,13 +128,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     }
     workgroupBarrier();
   }
-  if (lane == 0u && n < p.N) {
+  if (lane == 0u && n < N) {
     for (var g = 0u; g < ROW_GROUPS; g++) {
       let s = partial[g * 256u + tid];
-      store(g * 4u, n, s.x);
-      store(g * 4u + 1u, n, s.y);
-      store(g * 4u + 2u, n, s.z);
-      store(g * 4u + 3u, n, s.w);
+      store(part, g * 4u, n, N, s.x);
+      store(part, g * 4u + 1u, n, N, s.y);
+      store(part, g * 4u + 2u, n, N, s.z);
+      store(part, g * 4u + 3u, n, N, s.w);
     }
   }
 }

@@ -8,6 +8,7 @@ import { BufferPool, sizeClass, STORAGE_USAGE } from './pool.ts';
 import { Profiler, type ProfilerOptions } from './profiler.ts';
 import { loadRuntime, type RuntimeName } from './runtime.ts';
 import { Tensor } from './tensor.ts';
+import { preprocessWgsl } from './preprocess.ts';
 import type { Uniforms } from './uniforms.ts';
 
 /** Optional features troupe enables when the adapter has them: f16 storage variants of the kernels
@@ -394,7 +395,7 @@ export class Gpu {
     if (source === undefined) throw new GpuError(`unknown shader ${shader} (no shaders/${shader}.wgsl; run npm run embed)`);
     const label = `${shader}:${entry}`;
     this.device.pushErrorScope('validation');
-    const module = this.device.createShaderModule({ code: header + source, label });
+    const module = this.device.createShaderModule({ code: header + preprocessWgsl(source, variant?.consts ?? {}, `shaders/${shader}.wgsl`), label });
     p = this.device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: entry }, label });
     this.pendingErrors.push(
       this.device.popErrorScope().then(async (e) => {

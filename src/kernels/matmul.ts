@@ -140,6 +140,39 @@ export function pickMatmulVariant(gpu: Gpu, shape: MatmulShape): MatmulVariant {
   return matmulSupports(policy, shape) ? policy : matmulVariant(shape, swiftShader);
 }
 
+/** Whether matmulRowsParts can take a [M, K] against these weights ([N_i, K] each) on `gpu`: matmul() would run
+ *  matmul_rows for every one of them (decode shapes on a GPU, or the 'gpu' / 'rows' policies). */
+export function rowsPartsApply(gpu: Gpu, a: Tensor, weights: readonly Tensor[]): boolean {
+  if (a.shape.length !== 2 || weights.length < 2 || weights.length > 3) return false;
+  const [M, K] = a.shape as [number, number];
+  return weights.every((w) => w.shape.length === 2 && w.shape[1] === K && w.dtype === weights[0]!.dtype && pickMatmulVariant(gpu, { M, N: w.shape[0]!, K, transA: false, transB: true }) === 'rows');
+}
+
+/** out_i [M, N_i] = a·W_iᵀ for two or three weights (q, k, v; gate, up) in one matmul_rows dispatch: the numbers
+ *  of separate matmul() calls on that kernel, one dispatch instead of two or three. */
+export function matmulRowsParts(gpu: Gpu, a: Tensor, weights: readonly Tensor[], labels: readonly string[]): Tensor[] {
+  const name = `matmul_rows(${labels.join(',')})`;
+  if (!rowsPartsApply(gpu, a, weights)) {
+    throw new ShapeError(`${name}: ${a.label} [${a.shape}] with weights ${weights.map((w) => `[${w.shape}]`).join(', ')} is not a matmul_rows product of 2-3 parts here`);
+  }
+  if (labels.length !== weights.length) throw new ShapeError(`${name}: ${labels.length} labels for ${weights.length} weights`);
+  expectDtype(name, a, 'f32', 'f16');
+  expectDtype(name, weights[0]!, 'f32', 'f16');
+  if ((a.dtype === 'f16' || weights[0]!.dtype === 'f16') && !gpu.f16) throw new ShapeError(`${name}: f16 operands need the shader-f16 feature, which this device lacks`);
+  const [M, K] = a.shape as [number, number];
+  const outs = weights.map((w, i) => gpu.tensor([M, w.shape[0]!], 'f32', `${labels[i]}.out`));
+  const N = weights.map((w) => w.shape[0]!);
+  gpu.dispatch({
+    shader: 'matmul_rows',
+    variant: { aliases: { TA: a.dtype, TB: weights[0]!.dtype }, consts: { ROWS: M, MULTI: true, THREE: weights.length === 3 } },
+    uniforms: new Uniforms().u32(M).u32(N[0]!).u32(K).u32(0).f32(1).u32(N[1]!).u32(N[2] ?? 0).u32(0),
+    bindings: [a, weights[0]!, outs[0]!, weights[1]!, outs[1]!, weights[2] ?? null, outs[2] ?? null],
+    workgroups: [N.reduce((sum, n) => sum + ceilDiv(n, ROWS_COLS_PER_WORKGROUP), 0)],
+    label: name,
+  });
+  return outs;
+}
+
 export function matmul(gpu: Gpu, a: Tensor, b: Tensor, opts: MatmulOptions = {}): Tensor {
   return matmulWith(gpu, null, a, b, opts);
 }
@@ -177,7 +210,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   const dispatch = (target: Tensor, uniforms: Uniforms, workgroups: readonly [number, number?, number?]) =>
     gpu.dispatch({
       shader: `matmul_${v}`,
-      variant: { aliases: { TA: a.dtype, TB: b.dtype }, consts: v === 'rows' ? { ROWS: M } : { TRANS_A: transA, TRANS_B: transB } },
+      variant: { aliases: { TA: a.dtype, TB: b.dtype }, consts: v === 'rows' ? { ROWS: M, MULTI: false, THREE: false } : { TRANS_A: transA, TRANS_B: transB } },
       uniforms,
       bindings: [a, b, target],
       workgroups,

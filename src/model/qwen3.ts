@@ -14,7 +14,7 @@ import type { Tensor } from '../gpu/tensor.ts';
 import { attentionPaged, attentionPrefill, type AttentionDims } from '../kernels/attention.ts';
 import { add } from '../kernels/elementwise.ts';
 import { embedding } from '../kernels/embedding.ts';
-import { matmul } from '../kernels/matmul.ts';
+import { matmul, matmulRowsParts, rowsPartsApply } from '../kernels/matmul.ts';
 import { qkNormRope, qkNormRopeWritesCache } from '../kernels/qk-norm-rope.ts';
 import { addRmsnorm, rmsnorm } from '../kernels/rmsnorm.ts';
 import { rope } from '../kernels/rope.ts';
@@ -224,6 +224,16 @@ export class Qwen3Model {
     return y;
   }
 
+  /** linear() for modules that share their input (q, k, v; gate, up): one matmul_rows dispatch for all of them
+   * where decode shapes run that kernel, the same numbers either way. */
+  linears(layer: number, parts: readonly (readonly [LinearModule, Tensor])[], x: Tensor, ctx: LayerContext): Tensor[] {
+    const weights = parts.map(([, w]) => w);
+    if (!rowsPartsApply(this.gpu, x, weights)) return parts.map(([module, w]) => this.linear(layer, module, x, w, ctx));
+    const ys = matmulRowsParts(this.gpu, x, weights, parts.map(([module]) => module));
+    parts.forEach(([module], i) => ctx.adapter?.apply(this.gpu, layer, module, x, ys[i]!));
+    return ys;
+  }
+
   /** One decoder layer: returns the new residual stream (x is not released). With `save`, every
    * intermediate is kept there (the caller releases them with releaseLayerSaved). */
   layerForward(i: number, x: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
@@ -251,9 +261,10 @@ export class Qwen3Model {
     const w = this.weights.layers[i]!;
     const T = ctx.tokens;
     const eps = c.rmsNormEps;
-    const qPre = this.linear(i, 'q_proj', n, w.q, ctx).view([T, c.numHeads, c.headDim]);
-    const kPre = this.linear(i, 'k_proj', n, w.k, ctx).view([T, c.numKvHeads, c.headDim]);
-    const v = this.linear(i, 'v_proj', n, w.v, ctx).view([T, c.numKvHeads, c.headDim]);
+    const [qOut, kOut, vOut] = this.linears(i, [['q_proj', w.q], ['k_proj', w.k], ['v_proj', w.v]], n, ctx) as [Tensor, Tensor, Tensor];
+    const qPre = qOut.view([T, c.numHeads, c.headDim]);
+    const kPre = kOut.view([T, c.numKvHeads, c.headDim]);
+    const v = vOut.view([T, c.numKvHeads, c.headDim]);
     let q = qPre;
     let k = kPre;
     // Over the cache, the fused pass also writes k and v to their slots (where the device binds enough buffers).
@@ -293,8 +304,7 @@ export class Qwen3Model {
   /** down_proj(silu(gate_proj(m)) * up_proj(m)) for layer i, m = post_attention_layernorm(h). */
   mlp(i: number, m: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
     const w = this.weights.layers[i]!;
-    const gate = this.linear(i, 'gate_proj', m, w.gate, ctx);
-    const up = this.linear(i, 'up_proj', m, w.up, ctx);
+    const [gate, up] = this.linears(i, [['gate_proj', w.gate], ['up_proj', w.up]], m, ctx) as [Tensor, Tensor];
     const act = swiglu(this.gpu, gate, up);
     const down = this.linear(i, 'down_proj', act, w.down, ctx);
     if (save) Object.assign(save, { gate, up, act });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
-import { matmul, matmulSplit, matmulSupports, matmulVariant, matmulWith, type MatmulVariant } from '../../src/kernels/matmul.ts';
+import { matmul, matmulRowsParts, matmulSplit, matmulSupports, matmulVariant, matmulWith, type MatmulVariant, rowsPartsApply, setMatmulPolicy } from '../../src/kernels/matmul.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { matmulRef } from '../ref/matmul.ts';
@@ -139,5 +139,58 @@ describe('matmul', () => {
     const odd = gpu.upload(randn(15, 4), [3, 5], 'f32', 'odd');
     const w2 = gpu.upload(randn(10, 5), [2, 5], 'f32', 'w2');
     expect(() => matmulWith(gpu, 'tile128', odd, w2, { transB: true })).toThrow(/variant tile128 cannot compute 3x2x5/);
+  });
+});
+
+describe('matmulRowsParts (q, k, v or gate, up in one matmul_rows dispatch)', () => {
+  // [M, K, N per part]: one decode row, a partial row group, 16 rows; parts whose columns end mid-workgroup.
+  const CASES: [number, number, number[]][] = [
+    [1, 64, [24, 8, 8]],
+    [5, 40, [13, 27]],
+    [16, 132, [33, 9, 70]],
+    [3, 256, [200, 200]],
+  ];
+  for (const wDtype of ['f32', 'f16'] as const) {
+    for (const [M, K, Ns] of CASES) {
+      it(`${wDtype} weights: M=${M} K=${K} N=[${Ns}]: the numbers of separate matmul_rows calls`, async (ctx) => {
+        const gpu = await testGpu();
+        if (wDtype === 'f16' && !gpu.f16) return ctx.skip();
+        const prev = setMatmulPolicy(gpu, 'rows');
+        try {
+          const round = wDtype === 'f16' ? roundF16 : (x: Float32Array) => x;
+          const x = randn(M * K, M + K);
+          const ws = Ns.map((n, i) => round(randn(n * K, 100 + i)));
+          const tx = gpu.upload(x, [M, K], 'f32', 'x');
+          const tw = ws.map((w, i) => gpu.upload(w, [Ns[i]!, K], wDtype, `w${i}`));
+          expect(rowsPartsApply(gpu, tx, tw)).toBe(true);
+          const outs = matmulRowsParts(gpu, tx, tw, Ns.map((_, i) => `part${i}`));
+          for (let i = 0; i < Ns.length; i++) {
+            const got = await gpu.readF32(outs[i]!);
+            expect(relError(got, matmulRef(x, ws[i]!, M, Ns[i]!, K, { transB: true }))).toBeLessThan(1e-5);
+            expect(got).toEqual(await gpu.readF32(matmulWith(gpu, 'rows', tx, tw[i]!, { transB: true })));
+          }
+        } finally {
+          setMatmulPolicy(gpu, prev);
+        }
+      });
+    }
+  }
+
+  it('applies only where every part is a matmul_rows product, and refuses the rest by name', async () => {
+    const gpu = await testGpu();
+    const prev = setMatmulPolicy(gpu, 'rows');
+    try {
+      const x = gpu.upload(randn(2 * 8, 1), [2, 8], 'f32', 'x');
+      const w = gpu.upload(randn(4 * 8, 2), [4, 8], 'f32', 'w');
+      const other = gpu.upload(randn(4 * 12, 3), [4, 12], 'f32', 'other');
+      expect(rowsPartsApply(gpu, x, [w])).toBe(false);
+      expect(rowsPartsApply(gpu, x, [w, other])).toBe(false);
+      expect(rowsPartsApply(gpu, gpu.upload(randn(17 * 8, 4), [17, 8], 'f32', 'tall'), [w, w])).toBe(false);
+      expect(() => matmulRowsParts(gpu, x, [w, other], ['a', 'b'])).toThrow(/matmul_rows\(a,b\): x \[2,8\] with weights \[4,8\], \[4,12\] is not a matmul_rows product/);
+      setMatmulPolicy(gpu, 'f32');
+      expect(rowsPartsApply(gpu, x, [w, w])).toBe(gpu.report.cpuDriver !== 'SwiftShader');
+    } finally {
+      setMatmulPolicy(gpu, prev);
+    }
   });
 });

@@ -61,10 +61,12 @@ describe('rollout engine, production settings', () => {
     const greedy: GenerateOptions = { maxNewTokens: 3, temperature: 0, ignoreEos: true };
     const prompts = [prompt, prompt.slice(0, 6)];
     const seen = new Set<string>();
+    const labels = new Set<string>();
     const dispatch = gpu.dispatch.bind(gpu);
     // Observes the kernels dispatched (the GPU still runs them all).
     gpu.dispatch = (d: Dispatch) => {
       seen.add(d.shader);
+      labels.add(d.label ?? d.shader);
       dispatch(d);
     };
     const before = matmulPolicy(gpu);
@@ -75,6 +77,8 @@ describe('rollout engine, production settings', () => {
       setMatmulPolicy(gpu, 'gpu');
       const rows = await run({ kvDtype: 'f32' }, greedy, prompts);
       expect(seen.has('matmul_rows')).toBe(true);
+      // q, k, v and gate, up each in one dispatch (matmulRowsParts)
+      expect(labels.has('matmul_rows(q_proj,k_proj,v_proj)') && labels.has('matmul_rows(gate_proj,up_proj)')).toBe(true);
       if (gpu.report.cpuDriver === 'SwiftShader') expect(baseKernels.has('matmul_rows')).toBe(false);
       for (let i = 0; i < prompts.length; i++) {
         expect(rows[i]!.ids).toEqual(base[i]!.ids);
