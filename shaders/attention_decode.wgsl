@@ -11,7 +11,8 @@
 //   values  HD / LW threads per V row (16-byte loads, neighbouring threads neighbouring bytes), 128 / (HD / LW)
 //           keys at once; each thread keeps G × LW accumulators, merged across key groups at the end.
 // The cache is read as vec4<u32> whatever its type: f16 pairs unpacked with unpack2x16float (no shader-f16
-// needed), f32 by bitcast. Variant consts: HD, G (query heads per kv head), F16 (the cache holds f16).
+// needed), f32 by bitcast. Variant consts: HD, G (query heads per kv head), F16 (the cache holds f16), SG (compile
+// version 3 too; then also L).
 struct Params {
   Tq: u32, nHeads: u32, nKv: u32, group: u32, pageSize: u32, maxPages: u32, splits: u32, chunk: u32,
   scale2: f32, _p0: u32, _p1: u32, _p2: u32,
@@ -152,3 +153,131 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     workgroupBarrier();
   }
 }
+
+#if SG
+// Version 3, entry `main_sg` (SG; needs `subgroups`): same bindings, parameters and outputs; replaces version 2
+// where subgroups exist. Version 2 reads a K row per thread (rows 2 KB apart in a warp) and takes about 10
+// barriers per 128 keys for the tile's softmax. Here a group of L neighbouring lanes of a subgroup takes one key at
+// a time: each lane reads its 16-byte pieces of the K and V rows (so L lanes read the row's contiguous bytes), the
+// score is its partial dots summed over the L lanes by subgroupShuffleXor, and each group keeps its own running
+// max, sum and output (online softmax), so the key loop has no barrier at all. The WG / L groups of a workgroup
+// stride over the split's keys, U keys at a time (their loads in flight together), and are merged at the end.
+// Threads fill subgroups in invocation order (local index L·g .. L·g + L − 1 is one group), as on every Vulkan
+// driver. L: lanes per key, a power of two dividing LPR and at most the subgroup size.
+const NL = LPR / L;               // loads per lane per row
+const NG = WG / L;                // key groups
+const U = 4u;                     // keys a group takes at a time
+
+var<workgroup> groupML: array<vec2f, NG * G>;       // (max, sum) of each group and head
+var<workgroup> groupO: array<f32, NG * u32(HD)>;    // one head's outputs of every group
+
+fn group_sum(x: f32) -> f32 {
+  var s = x;
+  for (var o = L / 2u; o > 0u; o >>= 1u) { s += subgroupShuffleXor(s, o); }
+  return s;
+}
+
+@compute @workgroup_size(WG)
+fn main_sg(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let split = wid.x;
+  let kvh = wid.y;
+  let seq = wid.z;
+  let t = qStarts[seq];
+  let pos = qPositions[t];
+  let row0 = t * p.nHeads + kvh * G;   // first of the G query rows
+  let g = tid / L;
+  let lane = tid % L;
+  // This lane's pieces of each query row: loads lane, lane + L, …
+  var qr: array<vec4f, G * NL * NA>;
+  for (var r = 0u; r < G; r++) {
+    for (var c = 0u; c < NL; c++) {
+      for (var a = 0u; a < NA; a++) {
+        let b = (row0 + r) * u32(HD) + (lane + c * L) * LW + 4u * a;
+        qr[(r * NL + c) * NA + a] = vec4f(q[b], q[b + 1u], q[b + 2u], q[b + 3u]);
+      }
+    }
+  }
+  let begin = split * p.chunk;
+  let end = max(begin, min(pos + 1u, begin + p.chunk));
+  let pages = seq * p.maxPages;
+  var m: array<f32, G>;
+  var l: array<f32, G>;
+  var acc: array<vec4f, G * NL * NA>;
+  for (var r = 0u; r < G; r++) { m[r] = -1.0e30; l[r] = 0.0; }
+  for (var a = 0u; a < G * NL * NA; a++) { acc[a] = vec4f(0.0); }
+  // U keys a group at a time (their loads in flight together), strided by NG so that a warp's groups read
+  // neighbouring keys. The bound is the workgroup's, so every lane of a subgroup takes every shuffle; keys past
+  // the end re-read the last key and get probability 0.
+  for (var kb = begin; kb < end; kb += NG * U) {
+    var vv: array<Load, U * NL>;
+    var s: array<f32, U * G>;
+    for (var u = 0u; u < U; u++) {
+      let want = kb + g + u * NG;
+      let key = min(want, end - 1u);
+      let slot = pageTable[pages + key / p.pageSize] * p.pageSize + key % p.pageSize;
+      let base = (slot * p.nKv + kvh) * LPR + lane;
+      var dots: array<f32, G>;
+      for (var r = 0u; r < G; r++) { dots[r] = 0.0; }
+      for (var c = 0u; c < NL; c++) {
+        let k = unpack(kc[base + c * L]);
+        vv[u * NL + c] = unpack(vc[base + c * L]);
+        for (var r = 0u; r < G; r++) {
+          dots[r] += dot(qr[(r * NL + c) * NA], k.lo);
+          if (F16) { dots[r] += dot(qr[(r * NL + c) * NA + 1u], k.hi); }
+        }
+      }
+      for (var r = 0u; r < G; r++) { s[u * G + r] = select(MASKED, group_sum(dots[r]) * p.scale2, want < end); }
+    }
+    for (var r = 0u; r < G; r++) {
+      var mt = m[r];
+      for (var u = 0u; u < U; u++) { mt = max(mt, s[u * G + r]); }
+      let alpha = exp2(m[r] - mt);
+      m[r] = mt;
+      l[r] *= alpha;
+      for (var a = 0u; a < NL * NA; a++) { acc[r * NL * NA + a] *= alpha; }
+      for (var u = 0u; u < U; u++) {
+        let pr = exp2(s[u * G + r] - mt);
+        l[r] += pr;
+        for (var c = 0u; c < NL; c++) {
+          let v = vv[u * NL + c];
+          acc[(r * NL + c) * NA] += pr * v.lo;
+          if (F16) { acc[(r * NL + c) * NA + 1u] += pr * v.hi; }
+        }
+      }
+    }
+  }
+  // Merge the groups: o = Σ_g 2^(m_g − M) o_g, sum likewise, with M the largest m_g; one head at a time.
+  if (lane == 0u) {
+    for (var r = 0u; r < G; r++) { groupML[g * G + r] = vec2f(m[r], l[r]); }
+  }
+  for (var r = 0u; r < G; r++) {
+    for (var c = 0u; c < NL; c++) {
+      for (var a = 0u; a < NA; a++) {
+        let v = acc[(r * NL + c) * NA + a];
+        let d = g * u32(HD) + (lane + c * L) * LW + 4u * a;
+        groupO[d] = v.x;
+        groupO[d + 1u] = v.y;
+        groupO[d + 2u] = v.z;
+        groupO[d + 3u] = v.w;
+      }
+    }
+    workgroupBarrier();
+    var mMax = -1.0e30;
+    for (var h = 0u; h < NG; h++) { mMax = max(mMax, groupML[h * G + r].x); }
+    if (tid < u32(HD)) {
+      var o = 0.0;
+      var sum = 0.0;
+      for (var h = 0u; h < NG; h++) {
+        let w = exp2(groupML[h * G + r].x - mMax);
+        o += w * groupO[h * u32(HD) + tid];
+        sum += w * groupML[h * G + r].y;
+      }
+      var inv = 1.0;
+      if (p.splits == 1u) { inv = 1.0 / sum; }
+      out[(split * p.Tq * p.nHeads + row0 + r) * u32(HD) + tid] = o * inv;
+      if (tid == 0u && p.splits > 1u) { partML[split * p.Tq * p.nHeads + row0 + r] = vec2f(mMax, sum); }
+    }
+    workgroupBarrier();
+  }
+}
+#endif

@@ -1,7 +1,7 @@
 // Causal attention: training/prefill forward over packed sequences (shaders/attention_prefill.wgsl), its
 // backward (shaders/attention_backward.wgsl; attention_backward_quad.wgsl where subgroups exist) and inference
-// over the paged KV cache (shaders/attention_paged.wgsl; decode steps attention_decode_sg.wgsl where subgroups
-// exist, else attention_decode.wgsl).
+// over the paged KV cache (shaders/attention_paged.wgsl; decode steps attention_decode.wgsl: its version 3
+// where subgroups exist, else version 2).
 import { GpuLimitError } from '../gpu/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
@@ -59,7 +59,7 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'deco
     case 'dq':
       return vec4 * (2 * 16 * ns + 16 * (ns + 1) + 4 * 16) + 4 * (5 * 16 + 2);
     case 'decode3': {
-      // shaders/attention_decode_sg.wgsl: (max, sum) per group and head, one head's outputs of every group
+      // attention_decode.wgsl's version 3: (max, sum) per group and head, one head's outputs of every group
       const groups = 128 / lanes;
       return 8 * groups * group + 4 * groups * headDim;
     }
@@ -169,7 +169,7 @@ export function decodeV2Applies(gpu: Gpu, headDim: number, group: number, cacheD
   return workgroupBytes('decode2', Math.max(headDim, 8), group) <= gpu.limits.maxComputeWorkgroupStorageSize;
 }
 
-/** Lanes per key of shaders/attention_decode_sg.wgsl (version 3) on this device, or null where it cannot run: it
+/** Lanes per key of decode version 3 (shaders/attention_decode.wgsl, `main_sg`) on this device, or null where it cannot run: it
  *  needs subgroups and version 2's loads (a power-of-two number of 16-byte loads per row), and takes as many lanes
  *  per key as there are loads in a row, at most the smallest subgroup. */
 export function decodeV3Lanes(gpu: Gpu, headDim: number, group: number, cacheDtype: 'f32' | 'f16'): number | null {
@@ -205,7 +205,7 @@ export function pagedKernel(
 /** Inference over the paged KV cache: queries of new tokens (any number per sequence: prefill chunks, prefix-cached
  *  prompts, or 1 per sequence for decode) attend causally to all cached positions of their sequence up to their own
  *  position. The cache already holds these tokens' K/V (write them first). Returns o [Tq, nHeads, hd] f32.
- *  A decode step takes attention_decode_sg.wgsl where subgroups exist (decodeV3Lanes), else attention_decode.wgsl
+ *  A decode step takes attention_decode.wgsl, version 3 where subgroups exist (decodeV3Lanes), else version 2
  *  where it applies (decodeV2Applies; `prefer` 'decode2' picks it over version 3); other calls with few rows per
  *  sequence the `decode` entry point of attention_paged.wgsl, and the rest its tiled `main`. */
 export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: number, batch: PagedBatch, dims: AttentionDims, prefer?: 'decode3' | 'decode2'): Tensor {
@@ -249,17 +249,18 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   const tables = [batch.qStarts, batch.qPositions, batch.pageTable, parts, ml];
   if (kernel === 'decode3') {
     gpu.dispatch({
-      shader: 'attention_decode_sg',
-      variant: { enables: ['subgroups'], consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', L: lanes } },
+      shader: 'attention_decode',
+      entry: 'main_sg',
+      variant: { enables: ['subgroups'], consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: true, L: lanes } },
       uniforms,
       bindings: [q, kc, vc, ...tables],
       workgroups: [splits, dims.nKv, batch.numSeqs],
-      label: 'attention_decode_sg',
+      label: 'attention_decode.sg',
     });
   } else if (kernel === 'decode2') {
     gpu.dispatch({
       shader: 'attention_decode',
-      variant: { consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16' } },
+      variant: { consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: false } },
       uniforms,
       bindings: [q, kc, vc, ...tables],
       workgroups: [splits, dims.nKv, batch.numSeqs],
