@@ -1,9 +1,11 @@
 // Wall-clock timing of GPU work: the median, over timed rounds, of the seconds per call, each round
-// `calls` back-to-back calls and then a wait for the GPU. One untimed round first compiles the
-// pipelines and wakes the GPU. With `minRoundMs` the calls per round are first multiplied by 4 until a round
+// `calls` back-to-back calls and then a wait for the GPU. Untimed rounds first compile the pipelines and wake
+// the GPU. With `minRoundMs` the calls per round are first multiplied by 4 until a round
 // lasts that long (at most `maxCalls`): a wait for the GPU costs about 11 ms under Deno/wgpu (its mapAsync polls
 // every 10 ms) against tens of microseconds under Dawn, so rounds of a few small kernels would time the wait.
 import type { Gpu } from '../src/gpu/gpu.ts';
+
+const WARM_MS = 150;
 
 export interface TimingOptions {
   calls: number;
@@ -27,7 +29,9 @@ export async function timePerCall(gpu: Gpu, run: () => void, opts: TimingOptions
     await gpu.sync();
     return performance.now() - t0;
   };
-  await round(opts.calls);
+  // Untimed rounds for at least WARM_MS: an idle H200 sits at 345 MHz and takes a while to clock up, so a single
+  // warm-up round of a few milliseconds left the first row timed after a setup up to 4x slow (2026-12-02).
+  for (let warm = 0, i = 0; warm < WARM_MS && i < 256; i++) warm += await round(opts.calls);
   let calls = opts.calls;
   const maxCalls = Math.max(opts.calls, opts.maxCalls ?? 4096);
   if (opts.minRoundMs !== undefined) {

@@ -184,7 +184,19 @@ export function decodeV3Lanes(gpu: Gpu, headDim: number, group: number, cacheDty
  *  decode entry (few rows per sequence) and the tiled one. */
 export type PagedKernel = 'decode3' | 'decode2' | 'decode' | 'paged';
 
-/** Which kernel attentionPaged runs for Tq queries of a batch (see there); `prefer` a decode version where it applies. */
+let decodeEnv: 'decode3' | 'decode2' | undefined | null = null;
+
+/** TROUPE_ATTENTION_DECODE (2 or 3: force a decode version), read once: attentionPaged asks on every layer. */
+function envDecodeVersion(): 'decode3' | 'decode2' | undefined {
+  if (decodeEnv !== null) return decodeEnv;
+  const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.TROUPE_ATTENTION_DECODE;
+  if (v !== undefined && v !== '' && v !== '2' && v !== '3') throw new ShapeError(`TROUPE_ATTENTION_DECODE=${v}: expected 2 or 3`);
+  decodeEnv = v === '2' ? 'decode2' : v === '3' ? 'decode3' : undefined;
+  return decodeEnv;
+}
+
+/** Which kernel attentionPaged runs for Tq queries of a batch (see there); `prefer` (else TROUPE_ATTENTION_DECODE)
+ *  a decode version where it applies. */
 export function pagedKernel(
   gpu: Gpu,
   dims: AttentionDims,
@@ -196,7 +208,12 @@ export function pagedKernel(
   const group = dims.nHeads / dims.nKv;
   const maxQueries = batch.maxQueries ?? Tq;
   if (Tq === batch.numSeqs && maxQueries === 1) {
-    if (prefer !== 'decode2' && decodeV3Lanes(gpu, dims.headDim, group, cacheDtype) !== null) return 'decode3';
+    const want = prefer ?? envDecodeVersion();
+    const v3 = decodeV3Lanes(gpu, dims.headDim, group, cacheDtype) !== null;
+    if (want === 'decode3' && !v3 && prefer === undefined) {
+      throw new GpuLimitError(`TROUPE_ATTENTION_DECODE=3: decode version 3 cannot run here (it needs subgroups and a power-of-two number of 16-byte loads per row; head dim ${dims.headDim}, ${cacheDtype} cache)`);
+    }
+    if (want !== 'decode2' && v3) return 'decode3';
     if (decodeV2Applies(gpu, dims.headDim, group, cacheDtype)) return 'decode2';
   }
   return dims.headDim % 4 === 0 && maxQueries * group <= DECODE_ROWS ? 'decode' : 'paged';
