@@ -1,4 +1,5 @@
 // Benchmark suites `troupe bench <suite>` can run. To add one: one entry in BENCH_SUITES.
+import { numberOption } from './args.ts';
 import { benchAttention } from '../../bench/attention.ts';
 import { benchDispatch } from '../../bench/dispatch.ts';
 import { benchGraders } from '../../bench/graders.ts';
@@ -57,7 +58,16 @@ export const BENCH_SUITES: BenchSuite[] = [
   {
     name: 'training',
     summary: 'one LoRA r64 step (forward + backward + AdamW) on 8 × 1024 tokens: tokens/s, peak memory, largest buffer (bench/training.ts)',
-    options: { preset: { type: 'string', help: 'model shape: Qwen3-0.6B (default), Qwen3-1.7B, Qwen3-4B' } },
-    run: (gpu, o) => benchTraining(gpu, { quick: o.quick, filter: o.filter, preset: typeof o.extra.preset === 'string' ? o.extra.preset : undefined }),
+    options: {
+      preset: { type: 'string', help: 'model shape: Qwen3-0.6B (default), Qwen3-1.7B, Qwen3-4B' },
+      'chunk-rows': { type: 'string', help: 'rows of logits at a time in the loss (default 128)' },
+    },
+    run: (gpu, o) =>
+      benchTraining(gpu, {
+        quick: o.quick,
+        filter: o.filter,
+        preset: typeof o.extra.preset === 'string' ? o.extra.preset : undefined,
+        chunkRows: numberOption('bench training', 'chunk-rows', o.extra['chunk-rows'] as string | undefined, 128),
+      }),
   },
 ];
