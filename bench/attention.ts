@@ -117,9 +117,9 @@ export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: 
     if (!want(decodeName)) continue;
     const p = pagedSetup(gpu, dims, Array(seqs).fill(sh.decodeLen), 1);
     const kvBytes = 2 * seqs * sh.decodeLen * dims.nKv * D * (p.cache.dtype === 'f16' ? 2 : 4);
-    // The default kernel under the plain names; version 2 beside it where version 3 is the default.
+    // The default kernel (version 2) under the plain names; version 3 beside it where it can run.
     const one = { numSeqs: seqs, maxQueries: 1 };
-    const kernels: ('decode3' | 'decode2')[] = pagedKernel(gpu, dims, p.cache.dtype, seqs, one) === 'decode3' ? ['decode3', 'decode2'] : ['decode2'];
+    const kernels: ('decode3' | 'decode2')[] = pagedKernel(gpu, dims, p.cache.dtype, seqs, one, 'decode3') === 'decode3' ? ['decode2', 'decode3'] : ['decode2'];
     // The versions take turns (3 timings each, the median kept), so that both see the same clocks.
     const timings = kernels.map((): number[] => []);
     for (let turn = 0; turn < 3; turn++) {
@@ -127,7 +127,7 @@ export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: 
     }
     for (const [i, k] of kernels.entries()) {
       const s = timings[i]!.sort((a, b) => a - b)[1]!;
-      const suffix = k === kernels[0] ? '' : '_v2';
+      const suffix = k === kernels[0] ? '' : '_v3';
       rows.push(benchRow(gpu, `${decodeName}${suffix}`, (4 * D * H * seqs * sh.decodeLen) / s / 1e9, 'GFLOP/s'));
       rows.push(benchRow(gpu, `${decodeName}${suffix}_kvread`, kvBytes / s / 1e9, 'GB/s'));
     }

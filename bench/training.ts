@@ -11,7 +11,7 @@
 //   node bin/troupe.mjs bench training --json --out training.jsonl   (Deno: deno task troupe bench training ...)
 //   python3 bench/torch/bench_training.py --out bench/torch/training.json
 import type { Gpu } from '../src/gpu/gpu.ts';
-import { lossAndGradients, nextTokenBatch } from '../src/model/backward.ts';
+import { defaultChunkRows, lossAndGradients, nextTokenBatch } from '../src/model/backward.ts';
 import type { Qwen3Config } from '../src/model/config.ts';
 import { DEFAULT_LORA, LoraAdapter } from '../src/model/lora.ts';
 import { qwen3Preset } from '../src/model/presets.ts';
@@ -25,7 +25,6 @@ import { benchPreset } from './preset.ts';
 import { benchRow, type BenchRow } from './results.ts';
 
 const REPEATS = 3;
-const CHUNK_ROWS = 128;
 
 /** A tiny model for --quick (seconds on a CPU driver). */
 const TINY: Qwen3Config = { ...qwen3Preset('Qwen3-0.6B'), hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, vocabSize: 512 };
@@ -36,17 +35,17 @@ function randomSeqs(n: number, len: number, vocab: number, seed: number): number
 }
 
 export async function benchTraining(gpu: Gpu, opts: { quick: boolean; preset?: string; filter?: string; chunkRows?: number }): Promise<BenchRow[]> {
-  const chunkRows = opts.chunkRows ?? CHUNK_ROWS;
   const { name: presetName, config } = benchPreset('benchTraining', opts, TINY);
   const [S, L] = opts.quick ? [2, 32] : [8, 1024];
   const lora = opts.quick ? { ...DEFAULT_LORA, rank: 8 } : DEFAULT_LORA;
   const dtype = gpu.f16 ? 'f16' : 'f32';
-  const prefix = `training_lora_r${lora.rank}_${S}x${L}_${presetName.toLowerCase()}_${dtype}${chunkRows === CHUNK_ROWS ? '' : `_chunk${chunkRows}`}`;
+  const prefix = `training_lora_r${lora.rank}_${S}x${L}_${presetName.toLowerCase()}_${dtype}${opts.chunkRows === undefined ? '' : `_chunk${opts.chunkRows}`}`;
   const names = ['tok_per_s', 'peak_memory', 'largest_buffer', 'largest_activation'].map((n) => `${prefix}_${n}`);
   if (opts.filter && !names.some((n) => n.includes(opts.filter!))) return [];
 
   const weights = randomQwen3Weights(gpu, config, 1, { dtype });
   const model = new Qwen3Model(gpu, config, weights);
+  const chunkRows = opts.chunkRows ?? defaultChunkRows(gpu, config);
   const adapter = LoraAdapter.create(gpu, 'bench', config, lora, { seed: 2, randomB: 0.01 });
   const opt = new AdamW(gpu, adapter.parameters(), { lr: 1e-5 });
   const batch = nextTokenBatch(randomSeqs(S, L, config.vocabSize, 5));

@@ -60,14 +60,14 @@ export const BENCH_SUITES: BenchSuite[] = [
     summary: 'one LoRA r64 step (forward + backward + AdamW) on 8 × 1024 tokens: tokens/s, peak memory, largest buffer (bench/training.ts)',
     options: {
       preset: { type: 'string', help: 'model shape: Qwen3-0.6B (default), Qwen3-1.7B, Qwen3-4B' },
-      'chunk-rows': { type: 'string', help: 'rows of logits at a time in the loss (default 128)' },
+      'chunk-rows': { type: 'string', help: 'rows of logits at a time in the loss (default: 2048 where tensor cores take lm_head, else 128)' },
     },
     run: (gpu, o) =>
       benchTraining(gpu, {
         quick: o.quick,
         filter: o.filter,
         preset: typeof o.extra.preset === 'string' ? o.extra.preset : undefined,
-        chunkRows: numberOption('bench training', 'chunk-rows', o.extra['chunk-rows'] as string | undefined, 128),
+        chunkRows: o.extra['chunk-rows'] === undefined ? undefined : numberOption('bench training', 'chunk-rows', o.extra['chunk-rows'] as string, 128),
       }),
   },
 ];

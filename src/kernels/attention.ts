@@ -196,7 +196,7 @@ function envDecodeVersion(): 'decode3' | 'decode2' | undefined {
 }
 
 /** Which kernel attentionPaged runs for Tq queries of a batch (see there); `prefer` (else TROUPE_ATTENTION_DECODE)
- *  a decode version where it applies. */
+ *  'decode3' asks for version 3 where it can run. */
 export function pagedKernel(
   gpu: Gpu,
   dims: AttentionDims,
@@ -208,12 +208,14 @@ export function pagedKernel(
   const group = dims.nHeads / dims.nKv;
   const maxQueries = batch.maxQueries ?? Tq;
   if (Tq === batch.numSeqs && maxQueries === 1) {
-    const want = prefer ?? envDecodeVersion();
-    const v3 = decodeV3Lanes(gpu, dims.headDim, group, cacheDtype) !== null;
-    if (want === 'decode3' && !v3 && prefer === undefined) {
-      throw new GpuLimitError(`TROUPE_ATTENTION_DECODE=3: decode version 3 cannot run here (it needs subgroups and a power-of-two number of 16-byte loads per row; head dim ${dims.headDim}, ${cacheDtype} cache)`);
+    // Version 2 by default: on the H200 version 3 ran 0.71x its KV read rate at 256 x 1024 and 0.87x at
+    // 1 x 1024, and a 256-sequence decode step 0.81x (bench attention/model, 2026-12-02 17:00 UTC).
+    if ((prefer ?? envDecodeVersion()) === 'decode3') {
+      if (decodeV3Lanes(gpu, dims.headDim, group, cacheDtype) !== null) return 'decode3';
+      if (prefer === undefined) {
+        throw new GpuLimitError(`TROUPE_ATTENTION_DECODE=3: decode version 3 cannot run here (it needs subgroups and a power-of-two number of 16-byte loads per row; head dim ${dims.headDim}, ${cacheDtype} cache)`);
+      }
     }
-    if (want !== 'decode2' && v3) return 'decode3';
     if (decodeV2Applies(gpu, dims.headDim, group, cacheDtype)) return 'decode2';
   }
   return dims.headDim % 4 === 0 && maxQueries * group <= DECODE_ROWS ? 'decode' : 'paged';
@@ -222,8 +224,8 @@ export function pagedKernel(
 /** Inference over the paged KV cache: queries of new tokens (any number per sequence: prefill chunks, prefix-cached
  *  prompts, or 1 per sequence for decode) attend causally to all cached positions of their sequence up to their own
  *  position. The cache already holds these tokens' K/V (write them first). Returns o [Tq, nHeads, hd] f32.
- *  A decode step takes attention_decode.wgsl, version 3 where subgroups exist (decodeV3Lanes), else version 2
- *  where it applies (decodeV2Applies; `prefer` 'decode2' picks it over version 3); other calls with few rows per
+ *  A decode step takes attention_decode.wgsl's version 2 where it applies (decodeV2Applies), or version 3 when
+ *  `prefer` (or TROUPE_ATTENTION_DECODE=3) asks and subgroups exist (decodeV3Lanes); other calls with few rows per
  *  sequence the `decode` entry point of attention_paged.wgsl, and the rest its tiled `main`. */
 export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: number, batch: PagedBatch, dims: AttentionDims, prefer?: 'decode3' | 'decode2'): Tensor {
   const name = 'attention_paged';

@@ -7,7 +7,7 @@ import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { logprobs } from '../kernels/logprobs.ts';
 import { matmul } from '../kernels/matmul.ts';
-import { type BackwardOptions, lossAndGradients, nextTokenBatch, type TrainBatch } from '../model/backward.ts';
+import { type BackwardOptions, defaultChunkRows, lossAndGradients, nextTokenBatch, type TrainBatch } from '../model/backward.ts';
 import type { Qwen3Model } from '../model/qwen3.ts';
 import { firstBadId } from '../model/token-ids.ts';
 import { type PolicyLossOptions, policyLoss, readSeqStats, releaseLossResult, type SeqStats } from './loss.ts';
@@ -130,7 +130,7 @@ export function packGrpoBatch(seqs: readonly GrpoSequence[]): PackedGrpoBatch {
 }
 
 /** log softmax(logits / T)[target] of every position under the base model (no adapter): the KL reference. */
-export function baseLogprobs(model: Qwen3Model, batch: TrainBatch, temperature: number, chunkRows = 128): Tensor {
+export function baseLogprobs(model: Qwen3Model, batch: TrainBatch, temperature: number, chunkRows = defaultChunkRows(model.gpu, model.config)): Tensor {
   const gpu = model.gpu;
   const T = batch.ids.length;
   const hidden = model.forward({ ids: batch.ids, seqLens: batch.seqLens }, { hiddenOnly: true });

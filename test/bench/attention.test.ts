@@ -16,14 +16,14 @@ describe('bench attention', () => {
     }
   });
 
-  it('quick decode rows: the default kernel under the plain name, version 2 beside version 3', async () => {
+  it('quick decode rows: the default kernel under the plain name, version 3 beside it', async () => {
     const gpu = await testGpu();
     const rows = await benchAttention(gpu, { quick: true, filter: 'attention_decode' });
     const cache = gpu.f16 ? 'f16cache' : 'f32cache';
     const names = (seqs: number) => {
       const n = `attention_decode_${cache}_${seqs}x40_h4kv2d32`;
-      const one = pagedKernel(gpu, { nHeads: 4, nKv: 2, headDim: 32 }, gpu.f16 ? 'f16' : 'f32', seqs, { numSeqs: seqs, maxQueries: 1 });
-      return one === 'decode3' ? [n, `${n}_kvread`, `${n}_v2`, `${n}_v2_kvread`] : [n, `${n}_kvread`];
+      const v3 = pagedKernel(gpu, { nHeads: 4, nKv: 2, headDim: 32 }, gpu.f16 ? 'f16' : 'f32', seqs, { numSeqs: seqs, maxQueries: 1 }, 'decode3');
+      return v3 === 'decode3' ? [n, `${n}_kvread`, `${n}_v3`, `${n}_v3_kvread`] : [n, `${n}_kvread`];
     };
     expect(rows.map((r) => r.name)).toEqual([...names(4), ...names(1)]);
     for (const r of rows) expect(r.value).toBeGreaterThan(0);

@@ -4,7 +4,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { Tensor } from '../../src/gpu/tensor.ts';
-import { lossAndGradients, nextTokenBatch } from '../../src/model/backward.ts';
+import { defaultChunkRows, lossAndGradients, nextTokenBatch } from '../../src/model/backward.ts';
+import { prefersTensorCores } from '../../src/kernels/matmul.ts';
+import { qwen3Preset } from '../../src/model/presets.ts';
 import { fullParameters, type LoraAdapter } from '../../src/model/lora.ts';
 import { loadPeft } from '../../src/model/peft.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
@@ -97,5 +99,17 @@ describe('training steps', () => {
       expect(r.gradNorm).toBeGreaterThan(0);
     }
     for (let i = 1; i < losses.length; i++) expect(losses[i]!).toBeLessThan(losses[i - 1]!);
+  });
+});
+
+describe('defaultChunkRows', () => {
+  it('is 2048 rows of logits where tensor cores take that lm_head product and it fits a binding, else 128', async () => {
+    const gpu = await testGpu();
+    const qwen = qwen3Preset('Qwen3-0.6B');
+    const tc = prefersTensorCores(gpu, { M: 2048, N: qwen.vocabSize, K: qwen.hiddenSize, transA: false, transB: true });
+    const fits = 2048 * qwen.vocabSize * 4 <= gpu.limits.maxStorageBufferBindingSize;
+    expect(defaultChunkRows(gpu, qwen)).toBe(tc && fits ? 2048 : 128);
+    // A vocabulary whose 2048-row logits pass any binding limit keeps 128 rows.
+    expect(defaultChunkRows(gpu, { ...qwen, vocabSize: 2 ** 20 })).toBe(128);
   });
 });
