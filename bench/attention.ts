@@ -7,7 +7,7 @@
 // bench/torch/bench_attention.py times the same names and shapes in PyTorch (sdpa).
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
-import { type AttentionBackwardVersion, type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, backwardVersion, pagedKernel, prefillRows } from '../src/kernels/attention.ts';
+import { type AttentionBackwardVersion, type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, backwardVersion, pagedKernel, type PrefillKernel, prefillKernel, prefillRows } from '../src/kernels/attention.ts';
 import { KvCache, type PagedBatch, releaseBatch } from '../src/model/kv-cache.ts';
 import { mulberry32 } from '../src/util/mulberry32.ts';
 import { benchRow, type BenchRow } from './results.ts';
@@ -88,14 +88,17 @@ export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: 
     const flops = 4 * D * H * sh.seqs * causalPairs(sh.len);
     const { o, lse } = attentionPrefill(gpu, q, k, v, seq, sh.seqs, dims);
     if (want(prefillName)) {
-      // The default variant under the shared name; the other one (4 rows per thread) beside it when they differ.
-      const variants: (4 | 8)[] = prefillRows(gpu, D) === 8 ? [8, 4] : [4];
-      for (const r of variants) {
+      // The default kernel under the shared name; version 1's variants beside it (_v1 with 8 or 4 rows a thread
+      // as prefillRows picks, _rows4 as well when that is 8).
+      const v1: PrefillKernel[] = prefillRows(gpu, D) === 8 ? [8, 4] : [4];
+      const kernels = prefillKernel(gpu, D) === 'quad' ? ['quad' as const, ...v1] : v1;
+      for (const kern of kernels) {
         const s = await secondsPerCall(gpu, () => {
-          attentionPrefill(gpu, q, k, v, seq, sh.seqs, dims, { o, lse }, r);
+          attentionPrefill(gpu, q, k, v, seq, sh.seqs, dims, { o, lse }, kern);
           return [];
         });
-        rows.push(benchRow(gpu, r === variants[0] ? prefillName : `${prefillName}_rows${r}`, flops / s / 1e9, 'GFLOP/s'));
+        const suffix = kern === kernels[0] ? '' : kern === v1[0] ? '_v1' : `_rows${kern}`;
+        rows.push(benchRow(gpu, `${prefillName}${suffix}`, flops / s / 1e9, 'GFLOP/s'));
       }
     }
     if (want(backwardName)) {

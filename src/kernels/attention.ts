@@ -35,7 +35,7 @@ function checkDims(kernel: string, d: AttentionDims): { group: number; scale: nu
 }
 
 /** Workgroup memory (bytes) of each entry point for a head dim, as declared in its shader. */
-export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'decode' | 'decode2' | 'decode3' | 'dkdv' | 'dq' | 'dkdv2' | 'dq2', headDim: number, group = 1, lanes = 1): number {
+export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'paged' | 'decode' | 'decode2' | 'decode3' | 'dkdv' | 'dq' | 'dkdv2' | 'dq2', headDim: number, group = 1, lanes = 1): number {
   const ns = Math.ceil(headDim / 4);
   const vec4 = 16;
   switch (kernel) {
@@ -66,6 +66,7 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'paged' | 'deco
     case 'dkdv2':
       // q and dO tiles of 16 rows, row metadata
       return vec4 * 2 * 16 * ns + 4 * (4 * 16 + 2);
+    case 'prefill2':
     case 'dq2':
       // k and v tiles of 16 keys
       return vec4 * 2 * 16 * ns + 4 * 2;
@@ -99,14 +100,38 @@ function checkGrid(kernel: string, x: number): void {
   if (x > MAX_WORKGROUPS) throw new ShapeError(`${kernel}: ${x} query tiles exceed ${MAX_WORKGROUPS} workgroups; split the batch`);
 }
 
-/** Query rows per thread of attentionPrefill: 8 where the device's workgroup memory holds that tile, else 4. */
+/** Query rows per thread of attentionPrefill's version 1: 8 where the device's workgroup memory holds that tile, else 4. */
 export function prefillRows(gpu: Gpu, headDim: number): 4 | 8 {
   return workgroupBytes('prefill8', headDim) <= gpu.limits.maxComputeWorkgroupStorageSize ? 8 : 4;
 }
 
+/** attentionPrefill's kernels: version 1 (attention_prefill.wgsl, any device) with 4 or 8 query rows a thread, or
+ *  'quad', version 2 (attention_prefill_quad.wgsl: q and o rows in registers, a quad of threads per query row). */
+export type PrefillKernel = 4 | 8 | 'quad';
+
+let prefillEnv: 1 | 2 | undefined | null = null;
+
+/** TROUPE_ATTENTION_PREFILL (1 or 2: force a version), read once: every layer's forward asks. */
+function envPrefillVersion(): 1 | 2 | undefined {
+  if (prefillEnv !== null) return prefillEnv;
+  const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.TROUPE_ATTENTION_PREFILL;
+  if (v !== undefined && v !== '' && v !== '1' && v !== '2') throw new ShapeError(`TROUPE_ATTENTION_PREFILL=${v}: expected 1 or 2`);
+  prefillEnv = v === '1' ? 1 : v === '2' ? 2 : undefined;
+  return prefillEnv;
+}
+
+/** The kernel attentionPrefill runs by default: version 2 wherever quads can run (quadKernelsUnavailable), else
+ *  version 1 with prefillRows; TROUPE_ATTENTION_PREFILL=1|2 forces a version. */
+export function prefillKernel(gpu: Gpu, headDim: number): PrefillKernel {
+  const want = envPrefillVersion();
+  const why = quadKernelsUnavailable(gpu, headDim);
+  if (want === 2 && why) throw new GpuLimitError(`attention_prefill version 2 cannot run here: ${why}`);
+  return want !== 1 && !why ? 'quad' : prefillRows(gpu, headDim);
+}
+
 /** Training / plain prefill: causal attention over packed contiguous sequences. seqStarts: u32 [S+1] cumulative
  *  offsets (seqStarts[S] = T). Returns o [T, nHeads, hd] f32 and lse [T, nHeads] f32 (log-sum-exp of the scaled
- *  scores, saved for backward). rowsPerThread picks the kernel variant (default: prefillRows). */
+ *  scores, saved for backward). `kernel` picks the version (default: prefillKernel). */
 export function attentionPrefill(
   gpu: Gpu,
   q: Tensor,
@@ -116,7 +141,7 @@ export function attentionPrefill(
   numSeqs: number,
   dims: AttentionDims,
   out: { o?: Tensor; lse?: Tensor } = {},
-  rowsPerThread: 4 | 8 = prefillRows(gpu, dims.headDim),
+  kernel: PrefillKernel = prefillKernel(gpu, dims.headDim),
 ): { o: Tensor; lse: Tensor } {
   const name = 'attention_prefill';
   const { group, scale } = checkDims(name, dims);
@@ -128,13 +153,30 @@ export function attentionPrefill(
   expectSize(name, lse, T * dims.nHeads);
   expectDtype(name, o, 'f32');
   expectDtype(name, lse, 'f32');
-  const tiles = ceilDiv(T * group, 4 * rowsPerThread);
+  const uniforms = new Uniforms().u32(T).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(numSeqs).f32(scale * LOG2E).u32(0).u32(0);
+  if (kernel === 'quad') {
+    const why = quadKernelsUnavailable(gpu, dims.headDim);
+    if (why) throw new GpuLimitError(`${name} version 2 cannot run here: ${why}`);
+    const tiles = ceilDiv(T * group, 32);
+    checkGrid(name, tiles);
+    checkWorkgroupMemory(gpu, name, 'prefill2', dims.headDim);
+    gpu.dispatch({
+      shader: 'attention_prefill_quad',
+      variant: { enables: ['subgroups'], consts: { HD: dims.headDim } },
+      uniforms,
+      bindings: [q, k, v, seqStarts, o, lse],
+      workgroups: [tiles, dims.nKv],
+      label: name,
+    });
+    return { o, lse };
+  }
+  const tiles = ceilDiv(T * group, 4 * kernel);
   checkGrid(name, tiles);
-  checkWorkgroupMemory(gpu, name, rowsPerThread === 8 ? 'prefill8' : 'prefill4', dims.headDim);
+  checkWorkgroupMemory(gpu, name, kernel === 8 ? 'prefill8' : 'prefill4', dims.headDim);
   gpu.dispatch({
     shader: 'attention_prefill',
-    variant: { consts: { HD: dims.headDim, ROWS: rowsPerThread } },
-    uniforms: new Uniforms().u32(T).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(numSeqs).f32(scale * LOG2E).u32(0).u32(0),
+    variant: { consts: { HD: dims.headDim, ROWS: kernel } },
+    uniforms,
     bindings: [q, k, v, seqStarts, o, lse],
     workgroups: [tiles, dims.nKv],
     label: name,
@@ -323,8 +365,8 @@ function envBackwardVersion(): AttentionBackwardVersion | null {
   return Number(v) as AttentionBackwardVersion;
 }
 
-/** Why version 2 cannot run on `gpu` for this head dim, or null when it can. */
-export function backwardV2Unavailable(gpu: Gpu, headDim: number): string | null {
+/** Why the quad kernels (attention's backward and prefill version 2) cannot run on `gpu` for this head dim, or null when they can. */
+export function quadKernelsUnavailable(gpu: Gpu, headDim: number): string | null {
   const sg = gpu.report.subgroups;
   if (!sg) return 'no subgroups feature';
   if (sg.minSize < 4) return `subgroups of ${sg.minSize} lanes (quads need 4)`;
@@ -336,7 +378,7 @@ export function backwardV2Unavailable(gpu: Gpu, headDim: number): string | null 
 /** The version attentionBackward runs: `requested` (or TROUPE_ATTENTION_BACKWARD), else 2 wherever it can run. */
 export function backwardVersion(gpu: Gpu, headDim: number, requested?: AttentionBackwardVersion): AttentionBackwardVersion {
   const want = requested ?? envBackwardVersion();
-  const why = backwardV2Unavailable(gpu, headDim);
+  const why = quadKernelsUnavailable(gpu, headDim);
   if (want === 2 && why) throw new GpuLimitError(`attention_backward version 2 cannot run here: ${why}`);
   return want ?? (why ? 1 : 2);
 }

@@ -1,9 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { benchAttention } from '../../bench/attention.ts';
-import { backwardVersion, pagedKernel } from '../../src/kernels/attention.ts';
+import { backwardVersion, pagedKernel, prefillKernel, prefillRows } from '../../src/kernels/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
 
 describe('bench attention', () => {
+  it('quick prefill rows: the default kernel under the plain name, version 1 beside version 2', async () => {
+    const gpu = await testGpu();
+    const rows = await benchAttention(gpu, { quick: true, filter: 'attention_prefill_f32' });
+    const name = 'attention_prefill_f32_2x32_h4kv2d32';
+    const v1 = prefillRows(gpu, 32) === 8 ? [`_rows4`] : [];
+    const want = prefillKernel(gpu, 32) === 'quad' ? [name, `${name}_v1`, ...v1.map((x) => name + x)] : [name, ...v1.map((x) => name + x)];
+    expect(rows.map((r) => r.name)).toEqual(want);
+    for (const r of rows) expect(r.value).toBeGreaterThan(0);
+  });
+
   it('quick backward rows: the default version under the plain name, version 1 beside version 2', async () => {
     const gpu = await testGpu();
     const rows = await benchAttention(gpu, { quick: true, filter: 'attention_backward' });

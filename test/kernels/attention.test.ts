@@ -1,25 +1,32 @@
 import { describe, expect, it } from 'vitest';
-import { type AttentionDims, attentionBackward, backwardV2Unavailable, backwardVersion, attentionPrefill, prefillRows, workgroupBytes } from '../../src/kernels/attention.ts';
+import { type AttentionDims, attentionBackward, quadKernelsUnavailable, backwardVersion, attentionPrefill, type PrefillKernel, prefillKernel, prefillRows, workgroupBytes } from '../../src/kernels/attention.ts';
 import { starts, uploadQkv } from '../helpers/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { dot, numericGrad } from '../helpers/finite-diff.ts';
 import { attentionBackwardRef, attentionRef } from '../ref/attention.ts';
 
-const PREFILL_CASES: { lens: number[]; dims: AttentionDims; rows: 4 | 8 }[] = [
+// Version 1 (4 or 8 rows a thread) and version 2 ('quad': tiles of 32 flat rows and 16 keys): sequences that
+// straddle tiles and start inside them, GQA groups of 1-3.
+const PREFILL_CASES: { lens: number[]; dims: AttentionDims; rows: PrefillKernel }[] = [
   { lens: [1, 7, 33, 130], dims: { nHeads: 2, nKv: 2, headDim: 16 }, rows: 8 },
   { lens: [5, 40, 1], dims: { nHeads: 4, nKv: 2, headDim: 24 }, rows: 8 },
   { lens: [33, 17], dims: { nHeads: 6, nKv: 2, headDim: 64 }, rows: 4 },
   { lens: [70], dims: { nHeads: 2, nKv: 1, headDim: 128, scale: 0.05 }, rows: 4 },
   // 8 rows at head dim 128 needs more workgroup memory than CPU drivers give (H200: 48 KiB)
   { lens: [70], dims: { nHeads: 2, nKv: 1, headDim: 128, scale: 0.05 }, rows: 8 },
+  { lens: [1, 7, 33, 130], dims: { nHeads: 2, nKv: 2, headDim: 16 }, rows: 'quad' },
+  { lens: [5, 40, 1, 17], dims: { nHeads: 4, nKv: 2, headDim: 32 }, rows: 'quad' },
+  { lens: [33, 17, 2], dims: { nHeads: 6, nKv: 2, headDim: 64 }, rows: 'quad' },
+  { lens: [70], dims: { nHeads: 2, nKv: 1, headDim: 128, scale: 0.05 }, rows: 'quad' },
 ];
 
 describe('attentionPrefill', () => {
   for (const { lens, dims, rows } of PREFILL_CASES) {
-    it(`lens [${lens}] heads ${dims.nHeads}/${dims.nKv} hd ${dims.headDim} rows/thread ${rows}`, async (ctx) => {
+    it(`lens [${lens}] heads ${dims.nHeads}/${dims.nKv} hd ${dims.headDim} ${rows === 'quad' ? 'version 2' : `rows/thread ${rows}`}`, async (ctx) => {
       const gpu = await testGpu();
-      if (workgroupBytes(rows === 8 ? 'prefill8' : 'prefill4', dims.headDim) > gpu.limits.maxComputeWorkgroupStorageSize) return ctx.skip();
+      if (rows === 'quad' && quadKernelsUnavailable(gpu, dims.headDim)) return ctx.skip(`version 2: ${quadKernelsUnavailable(gpu, dims.headDim)}`);
+      if (rows !== 'quad' && workgroupBytes(rows === 8 ? 'prefill8' : 'prefill4', dims.headDim) > gpu.limits.maxComputeWorkgroupStorageSize) return ctx.skip();
       const st = starts(lens);
       const T = st[st.length - 1]!;
       const { q, k, v, tq, tk, tv } = uploadQkv(gpu, T, dims, 11 + T);
@@ -30,6 +37,16 @@ describe('attentionPrefill', () => {
       expect(relError(await gpu.readF32(lse), ref.lse)).toBeLessThan(2e-5);
     });
   }
+
+  it('runs version 2 by default wherever quads can run, and refuses it by name where they cannot', async () => {
+    const gpu = await testGpu();
+    expect(prefillKernel(gpu, 128)).toBe(quadKernelsUnavailable(gpu, 128) ? prefillRows(gpu, 128) : 'quad');
+    expect(prefillKernel(gpu, 24)).toBe(prefillRows(gpu, 24));
+    const dims = { nHeads: 2, nKv: 1, headDim: 24 };
+    const { tq, tk, tv } = uploadQkv(gpu, 5, dims, 4);
+    const seq = gpu.upload([0, 5], [2], 'u32', 'seqStarts');
+    expect(() => attentionPrefill(gpu, tq, tk, tv, seq, 1, dims, {}, 'quad')).toThrow(/attention_prefill version 2 cannot run here: .*(head dim 24|subgroups)/);
+  });
 
   it('rejects bad shapes, naming the tensor', async () => {
     const gpu = await testGpu();
@@ -55,7 +72,7 @@ const BACKWARD_CASES: { lens: number[]; dims: AttentionDims }[] = [
 describe('attentionBackward', () => {
   it('runs version 2 by default wherever it can, and refuses it by name where it cannot', async () => {
     const gpu = await testGpu();
-    expect(backwardVersion(gpu, 128)).toBe(backwardV2Unavailable(gpu, 128) ? 1 : 2);
+    expect(backwardVersion(gpu, 128)).toBe(quadKernelsUnavailable(gpu, 128) ? 1 : 2);
     expect(backwardVersion(gpu, 24)).toBe(1);
     expect(backwardVersion(gpu, 24, 1)).toBe(1);
     expect(() => backwardVersion(gpu, 24, 2)).toThrow(/version 2 cannot run here: .*head dim 24 is not a multiple of 16|no subgroups/);
@@ -80,7 +97,7 @@ describe('attentionBackward', () => {
   for (const version of [1, 2] as const) for (const { lens, dims } of BACKWARD_CASES) {
     it(`version ${version}: lens [${lens}] heads ${dims.nHeads}/${dims.nKv} hd ${dims.headDim}`, async (ctx) => {
       const gpu = await testGpu();
-      const why = version === 2 ? backwardV2Unavailable(gpu, dims.headDim) : null;
+      const why = version === 2 ? quadKernelsUnavailable(gpu, dims.headDim) : null;
       if (why) ctx.skip(why);
       const st = starts(lens);
       const T = st[st.length - 1]!;
