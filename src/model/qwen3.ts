@@ -88,6 +88,13 @@ export interface LayerSaved {
   act: Tensor; // silu(gate) * up [T, I]
 }
 
+/** A layer's attention output [T, nHeads * hd] and lse [T, nHeads], kept from a forward for the backward's
+ * recomputation of that layer (src/model/backward.ts), so that attention runs once per step, not twice. */
+export interface AttentionKept {
+  attn?: Tensor;
+  lse?: Tensor;
+}
+
 export function releaseLayerSaved(s: LayerSaved): void {
   const seen = new Set<GPUBuffer>();
   for (const t of Object.values(s) as (Tensor | null)[]) {
@@ -235,12 +242,14 @@ export class Qwen3Model {
   }
 
   /** One decoder layer: returns the new residual stream (x is not released). With `save`, every
-   * intermediate is kept there (the caller releases them with releaseLayerSaved). */
-  layerForward(i: number, x: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
+   * intermediate is kept there (the caller releases them with releaseLayerSaved); a `save` that already holds
+   * this layer's attention output and lse (kept by an earlier forward, see AttentionKept) reuses them instead
+   * of running the attention again. With `keep` (and no `save`) the attention output and lse are kept there. */
+  layerForward(i: number, x: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>, keep?: AttentionKept): Tensor {
     const { gpu, config: c } = this;
     const w = this.weights.layers[i]!;
     const n = rmsnorm(gpu, x, w.inputNorm, c.rmsNormEps);
-    const attn = this.attention(i, n.y, ctx, save);
+    const attn = this.attention(i, n.y, ctx, save, keep);
     const m = addRmsnorm(gpu, x, attn, w.postAttnNorm, c.rmsNormEps);
     attn.release();
     const mlp = this.mlp(i, m.y, ctx, save);
@@ -256,7 +265,7 @@ export class Qwen3Model {
 
   /** o_proj(attention(rope(q_norm(q_proj(n))), rope(k_norm(k_proj(n))), v_proj(n))) for layer i, n = input_layernorm(x).
    * Without `save` the norms and rotary embedding run as one fused pass (nothing of them is kept). */
-  attention(i: number, n: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
+  attention(i: number, n: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>, keep?: AttentionKept): Tensor {
     const { gpu, config: c, dims } = this;
     const w = this.weights.layers[i]!;
     const T = ctx.tokens;
@@ -287,6 +296,10 @@ export class Qwen3Model {
       const { kv, batch } = ctx.cache;
       if (!cacheInPass) kv.write(i, k, v, batch.slots);
       o = attentionPaged(gpu, q, kv, i, batch, dims);
+    } else if (save?.attn && save.lse) {
+      // Kept by the first forward of a training step: attention is deterministic, so this is what it would give.
+      o = save.attn;
+      lse = save.lse;
     } else {
       ({ o, lse } = attentionPrefill(gpu, q, k, v, ctx.seqStarts, ctx.numSeqs, dims));
     }
@@ -294,6 +307,10 @@ export class Qwen3Model {
     const proj = this.linear(i, 'o_proj', attn, w.o, ctx);
     if (save) {
       Object.assign(save, { attn, lse });
+    } else if (keep && lse) {
+      keep.attn = attn;
+      keep.lse = lse;
+      for (const t of [q, k, v]) t.release();
     } else {
       for (const t of [q, k, v, o]) t.release();
       lse?.release();

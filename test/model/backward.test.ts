@@ -58,6 +58,31 @@ for (const name of ['gqa-tied', 'mha-untied']) {
       }
     });
 
+    it('keeping each layer\'s attention output runs attention once a step instead of twice, with the same gradients', async () => {
+      const params = adapter.parameters();
+      const runs: { grads: Float32Array[]; attention: number }[] = [];
+      for (const keepAttention of [true, false]) {
+        for (const p of params) gpu.write(p.grad, new Float32Array(p.grad.size));
+        let attention = 0;
+        const dispatch = gpu.dispatch.bind(gpu);
+        gpu.dispatch = (d) => {
+          if (d.label === 'attention_prefill') attention++;
+          return dispatch(d);
+        };
+        try {
+          await nll(gpu, model, [ids], { adapter, chunkRows: 8, keepAttention });
+        } finally {
+          gpu.dispatch = dispatch;
+        }
+        runs.push({ grads: await Promise.all(params.map((p) => gpu.readF32(p.grad))), attention });
+      }
+      expect(runs[0]!.attention).toBe(model.config.numLayers);
+      expect(runs[1]!.attention).toBe(2 * model.config.numLayers);
+      // Not bit-equal: the forward's q and k come from the fused norm + rope pass, the recomputation's from the
+      // separate passes (two runs of either path are bit-equal).
+      for (const [j, p] of params.entries()) expect(relError(runs[0]!.grads[j]!, runs[1]!.grads[j]!), p.name).toBeLessThan(1e-5);
+    });
+
     it('full-parameter: every base-weight gradient matches PyTorch; recomputation changes nothing', async () => {
       const params = fullParameters(gpu, model.weights);
       const grads = new Map<Tensor, Tensor>(params.map((p) => [p.param, p.grad]));
