@@ -6,6 +6,8 @@
 // compile-time constant, so unused row groups vanish and clamped duplicate row reads fold away.
 // MULTI / THREE: the same a against two or three weights in one dispatch (q, k and v; gate and up), each into
 // its own out, plain products only (alpha 1, no accumulation); the workgroups go to the weights in order.
+// GLU: a is the MLP's gate and aUp its up, and the product is silu(gate) * up against b (down_proj), so
+// SwiGLU needs no pass of its own (same sigmoid as swiglu.wgsl).
 struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, N2: u32, N3: u32, _p2: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -20,6 +22,9 @@ struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, N2: u32, N3
 @group(0) @binding(6) var<storage, read> b3: array<vec4<TB>>;
 @group(0) @binding(7) var<storage, read_write> out3: array<f32>;
 #endif
+#if GLU
+@group(0) @binding(8) var<storage, read> aUp: array<vec4<TA>>;
+#endif
 
 const ROW_GROUPS = (ROWS + 3u) / 4u;
 const COLS = 8u;
@@ -27,14 +32,24 @@ const LANES = 32u;
 
 var<workgroup> partial: array<vec4<f32>, 1024>; // [ROW_GROUPS <= 4][256 threads]
 
+// The product's input at vec4 i: a, or silu(gate) * up (GLU).
+fn ain(i: u32) -> vec4<f32> {
+#if GLU
+  let g = vec4<f32>(a[i]);
+  return g * (1.0 / (1.0 + exp(min(-g, vec4<f32>(80.0))))) * vec4<f32>(aUp[i]);
+#else
+  return vec4<f32>(a[i]);
+#endif
+}
+
 // w · a[m, 4k4..4k4+3] for rows r0..r0+3 (clamped to ROWS-1; rows past M are computed but never stored).
 fn dots(w: vec4<f32>, r0: u32, k4: u32, K4: u32) -> vec4<f32> {
   let last = ROWS - 1u;
   return vec4<f32>(
-    dot(w, vec4<f32>(a[min(r0, last) * K4 + k4])),
-    dot(w, vec4<f32>(a[min(r0 + 1u, last) * K4 + k4])),
-    dot(w, vec4<f32>(a[min(r0 + 2u, last) * K4 + k4])),
-    dot(w, vec4<f32>(a[min(r0 + 3u, last) * K4 + k4])),
+    dot(w, ain(min(r0, last) * K4 + k4)),
+    dot(w, ain(min(r0 + 1u, last) * K4 + k4)),
+    dot(w, ain(min(r0 + 2u, last) * K4 + k4)),
+    dot(w, ain(min(r0 + 3u, last) * K4 + k4)),
   );
 }
 

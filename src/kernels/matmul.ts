@@ -164,13 +164,46 @@ export function matmulRowsParts(gpu: Gpu, a: Tensor, weights: readonly Tensor[],
   const N = weights.map((w) => w.shape[0]!);
   gpu.dispatch({
     shader: 'matmul_rows',
-    variant: { aliases: { TA: a.dtype, TB: weights[0]!.dtype }, consts: { ROWS: M, MULTI: true, THREE: weights.length === 3 } },
+    variant: { aliases: { TA: a.dtype, TB: weights[0]!.dtype }, consts: { ROWS: M, MULTI: true, THREE: weights.length === 3, GLU: false } },
     uniforms: new Uniforms().u32(M).u32(N[0]!).u32(K).u32(0).f32(1).u32(N[1]!).u32(N[2] ?? 0).u32(0),
     bindings: [a, weights[0]!, outs[0]!, weights[1]!, outs[1]!, weights[2] ?? null, outs[2] ?? null],
     workgroups: [N.reduce((sum, n) => sum + ceilDiv(n, ROWS_COLS_PER_WORKGROUP), 0)],
     label: name,
   });
   return outs;
+}
+
+/** Whether matmulRowsGlu applies: gate and up of one shape and dtype, and down·(silu(gate)·up) a product matmul()
+ *  would give to matmul_rows on this device (decode shapes: at most 16 rows, on a GPU). */
+export function rowsGluApplies(gpu: Gpu, gate: Tensor, up: Tensor, down: Tensor): boolean {
+  if (gate.shape.length !== 2 || down.shape.length !== 2 || gate.dtype !== up.dtype) return false;
+  if (up.shape.length !== 2 || up.shape[0] !== gate.shape[0] || up.shape[1] !== gate.shape[1]) return false;
+  const [M, K] = gate.shape as [number, number];
+  return down.shape[1] === K && pickMatmulVariant(gpu, { M, N: down.shape[0]!, K, transA: false, transB: true }) === 'rows';
+}
+
+/** out [M, N] = (silu(gate) · up)·downᵀ in one matmul_rows dispatch: the MLP's SwiGLU read inside down_proj's
+ *  product (gate, up [M, K]; down [N, K]), the numbers of swiglu() then matmul() on that kernel. */
+export function matmulRowsGlu(gpu: Gpu, gate: Tensor, up: Tensor, down: Tensor, label = 'down_proj'): Tensor {
+  const name = `matmul_rows(swiglu, ${label})`;
+  if (!rowsGluApplies(gpu, gate, up, down)) {
+    throw new ShapeError(`${name}: ${gate.label} [${gate.shape}], ${up.label} [${up.shape}] with weight [${down.shape}] is not a matmul_rows SwiGLU product here`);
+  }
+  expectDtype(name, gate, 'f32', 'f16');
+  expectDtype(name, down, 'f32', 'f16');
+  if ((gate.dtype === 'f16' || down.dtype === 'f16') && !gpu.f16) throw new ShapeError(`${name}: f16 operands need the shader-f16 feature, which this device lacks`);
+  const [M, K] = gate.shape as [number, number];
+  const N = down.shape[0]!;
+  const out = gpu.tensor([M, N], 'f32', `${label}.out`);
+  gpu.dispatch({
+    shader: 'matmul_rows',
+    variant: { aliases: { TA: gate.dtype, TB: down.dtype }, consts: { ROWS: M, MULTI: false, THREE: false, GLU: true } },
+    uniforms: new Uniforms().u32(M).u32(N).u32(K).u32(0).f32(1).u32(0).u32(0).u32(0),
+    bindings: [gate, down, out, null, null, null, null, up],
+    workgroups: [ceilDiv(N, ROWS_COLS_PER_WORKGROUP)],
+    label: name,
+  });
+  return out;
 }
 
 export function matmul(gpu: Gpu, a: Tensor, b: Tensor, opts: MatmulOptions = {}): Tensor {
@@ -210,7 +243,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   const dispatch = (target: Tensor, uniforms: Uniforms, workgroups: readonly [number, number?, number?]) =>
     gpu.dispatch({
       shader: `matmul_${v}`,
-      variant: { aliases: { TA: a.dtype, TB: b.dtype }, consts: v === 'rows' ? { ROWS: M, MULTI: false, THREE: false } : { TRANS_A: transA, TRANS_B: transB } },
+      variant: { aliases: { TA: a.dtype, TB: b.dtype }, consts: v === 'rows' ? { ROWS: M, MULTI: false, THREE: false, GLU: false } : { TRANS_A: transA, TRANS_B: transB } },
       uniforms,
       bindings: [a, b, target],
       workgroups,

@@ -14,7 +14,7 @@ import type { Tensor } from '../gpu/tensor.ts';
 import { attentionPaged, attentionPrefill, type AttentionDims } from '../kernels/attention.ts';
 import { add } from '../kernels/elementwise.ts';
 import { embedding } from '../kernels/embedding.ts';
-import { matmul, matmulRowsParts, rowsPartsApply } from '../kernels/matmul.ts';
+import { matmul, matmulRowsGlu, matmulRowsParts, rowsGluApplies, rowsPartsApply } from '../kernels/matmul.ts';
 import { qkNormRope, qkNormRopeWritesCache } from '../kernels/qk-norm-rope.ts';
 import { addRmsnorm, rmsnorm } from '../kernels/rmsnorm.ts';
 import { rope } from '../kernels/rope.ts';
@@ -322,6 +322,13 @@ export class Qwen3Model {
   mlp(i: number, m: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
     const w = this.weights.layers[i]!;
     const [gate, up] = this.linears(i, [['gate_proj', w.gate], ['up_proj', w.up]], m, ctx) as [Tensor, Tensor];
+    // Decode shapes without adapters: SwiGLU inside down_proj's matmul_rows pass (an adapter's delta needs act).
+    if (!save && !ctx.adapter && rowsGluApplies(this.gpu, gate, up, w.down)) {
+      const down = matmulRowsGlu(this.gpu, gate, up, w.down);
+      gate.release();
+      up.release();
+      return down;
+    }
     const act = swiglu(this.gpu, gate, up);
     const down = this.linear(i, 'down_proj', act, w.down, ctx);
     if (save) Object.assign(save, { gate, up, act });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
-import { matmul, matmulRowsParts, matmulSplit, matmulSupports, matmulVariant, matmulWith, type MatmulVariant, rowsPartsApply, setMatmulPolicy } from '../../src/kernels/matmul.ts';
+import { matmul, matmulRowsGlu, matmulRowsParts, matmulSplit, matmulSupports, matmulVariant, matmulWith, type MatmulVariant, rowsGluApplies, rowsPartsApply, setMatmulPolicy } from '../../src/kernels/matmul.ts';
+import { swiglu } from '../../src/kernels/swiglu.ts';
+import { swigluRef } from '../ref/swiglu.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { matmulRef } from '../ref/matmul.ts';
@@ -189,6 +191,56 @@ describe('matmulRowsParts (q, k, v or gate, up in one matmul_rows dispatch)', ()
       expect(() => matmulRowsParts(gpu, x, [w, other], ['a', 'b'])).toThrow(/matmul_rows\(a,b\): x \[2,8\] with weights \[4,8\], \[4,12\] is not a matmul_rows product/);
       setMatmulPolicy(gpu, 'f32');
       expect(rowsPartsApply(gpu, x, [w, w])).toBe(gpu.report.cpuDriver !== 'SwiftShader');
+    } finally {
+      setMatmulPolicy(gpu, prev);
+    }
+  });
+});
+
+describe('matmulRowsGlu (SwiGLU read inside down_proj\'s matmul_rows pass)', () => {
+  // [M, K, N]: one decode row, a partial row group, 16 rows, columns that end mid-workgroup.
+  const CASES: [number, number, number][] = [
+    [1, 96, 24],
+    [5, 40, 13],
+    [16, 132, 70],
+  ];
+  for (const wDtype of ['f32', 'f16'] as const) {
+    for (const [M, K, N] of CASES) {
+      it(`${wDtype} weights: M=${M} K=${K} N=${N}: (silu(gate)·up)·Wᵀ, the numbers of swiglu then matmul_rows`, async (ctx) => {
+        const gpu = await testGpu();
+        if (wDtype === 'f16' && !gpu.f16) return ctx.skip();
+        const prev = setMatmulPolicy(gpu, 'rows');
+        try {
+          const round = wDtype === 'f16' ? roundF16 : (x: Float32Array) => x;
+          // gate up to ±6 (silu's curved part and its tails), up ±1
+          const gate = randn(M * K, 7 + M).map((v) => 3 * v);
+          const up = randn(M * K, 8 + K);
+          const w = round(randn(N * K, 9 + N));
+          const [tg, tu] = [gpu.upload(gate, [M, K], 'f32', 'gate'), gpu.upload(up, [M, K], 'f32', 'up')];
+          const tw = gpu.upload(w, [N, K], wDtype, 'down');
+          expect(rowsGluApplies(gpu, tg, tu, tw)).toBe(true);
+          const got = await gpu.readF32(matmulRowsGlu(gpu, tg, tu, tw));
+          expect(relError(got, matmulRef(Float32Array.from(swigluRef(gate, up)), w, M, N, K, { transB: true }))).toBeLessThan(1e-5);
+          const twoPasses = await gpu.readF32(matmulWith(gpu, 'rows', swiglu(gpu, tg, tu), tw, { transB: true }));
+          expect(relError(got, twoPasses)).toBeLessThan(1e-6);
+        } finally {
+          setMatmulPolicy(gpu, prev);
+        }
+      });
+    }
+  }
+
+  it('applies only to a matmul_rows product of matching gate and up, and refuses the rest by name', async () => {
+    const gpu = await testGpu();
+    const prev = setMatmulPolicy(gpu, 'rows');
+    try {
+      const g = gpu.upload(randn(2 * 8, 1), [2, 8], 'f32', 'g');
+      const w = gpu.upload(randn(4 * 8, 2), [4, 8], 'f32', 'w');
+      expect(rowsGluApplies(gpu, g, gpu.upload(randn(3 * 8, 3), [3, 8], 'f32', 'u3'), w)).toBe(false);
+      expect(rowsGluApplies(gpu, g, g, gpu.upload(randn(4 * 12, 4), [4, 12], 'f32', 'w12'))).toBe(false);
+      const tall = gpu.upload(randn(17 * 8, 5), [17, 8], 'f32', 'tall');
+      expect(rowsGluApplies(gpu, tall, tall, w)).toBe(false);
+      expect(() => matmulRowsGlu(gpu, tall, tall, w)).toThrow(/matmul_rows\(swiglu, down_proj\): tall \[17,8\], tall \[17,8\] with weight \[4,8\] is not a matmul_rows SwiGLU product/);
     } finally {
       setMatmulPolicy(gpu, prev);
     }

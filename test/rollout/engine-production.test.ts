@@ -77,8 +77,9 @@ describe('rollout engine, production settings', () => {
       setMatmulPolicy(gpu, 'gpu');
       const rows = await run({ kvDtype: 'f32' }, greedy, prompts);
       expect(seen.has('matmul_rows')).toBe(true);
-      // q, k, v and gate, up each in one dispatch (matmulRowsParts)
+      // q, k, v and gate, up each in one dispatch (matmulRowsParts); no adapters: SwiGLU inside down_proj's pass
       expect(labels.has('matmul_rows(q_proj,k_proj,v_proj)') && labels.has('matmul_rows(gate_proj,up_proj)')).toBe(true);
+      expect(labels.has('matmul_rows(swiglu, down_proj)')).toBe(true);
       if (gpu.report.cpuDriver === 'SwiftShader') expect(baseKernels.has('matmul_rows')).toBe(false);
       for (let i = 0; i < prompts.length; i++) {
         expect(rows[i]!.ids).toEqual(base[i]!.ids);
