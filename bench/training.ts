@@ -34,12 +34,12 @@ function randomSeqs(n: number, len: number, vocab: number, seed: number): number
   return Array.from({ length: n }, () => Array.from({ length: len }, () => Math.floor(next() * vocab)));
 }
 
-export async function benchTraining(gpu: Gpu, opts: { quick: boolean; preset?: string; filter?: string; chunkRows?: number }): Promise<BenchRow[]> {
+export async function benchTraining(gpu: Gpu, opts: { quick: boolean; preset?: string; filter?: string; chunkRows?: number; keepAttention?: boolean }): Promise<BenchRow[]> {
   const { name: presetName, config } = benchPreset('benchTraining', opts, TINY);
   const [S, L] = opts.quick ? [2, 32] : [8, 1024];
   const lora = opts.quick ? { ...DEFAULT_LORA, rank: 8 } : DEFAULT_LORA;
   const dtype = gpu.f16 ? 'f16' : 'f32';
-  const prefix = `training_lora_r${lora.rank}_${S}x${L}_${presetName.toLowerCase()}_${dtype}${opts.chunkRows === undefined ? '' : `_chunk${opts.chunkRows}`}`;
+  const prefix = `training_lora_r${lora.rank}_${S}x${L}_${presetName.toLowerCase()}_${dtype}${opts.chunkRows === undefined ? '' : `_chunk${opts.chunkRows}`}${opts.keepAttention === false ? '_recompute_attention' : ''}`;
   const names = ['tok_per_s', 'peak_memory', 'largest_buffer', 'largest_activation'].map((n) => `${prefix}_${n}`);
   if (opts.filter && !names.some((n) => n.includes(opts.filter!))) return [];
 
@@ -52,7 +52,7 @@ export async function benchTraining(gpu: Gpu, opts: { quick: boolean; preset?: s
   const T = batch.ids.length;
   const mask = gpu.upload(batch.mask, [T], 'f32', 'bench.mask');
   const step = async () => {
-    const { result, stats } = lossAndGradients(model, batch, (s) => nllLoss(gpu, { logp: s.logp, mask, seqStarts: batch.seqStarts }), { adapter, chunkRows });
+    const { result, stats } = lossAndGradients(model, batch, (s) => nllLoss(gpu, { logp: s.logp, mask, seqStarts: batch.seqStarts }), { adapter, chunkRows, keepAttention: opts.keepAttention });
     releaseLossResult(result);
     stats.logp.release();
     stats.entropy.release();

@@ -61,6 +61,7 @@ export const BENCH_SUITES: BenchSuite[] = [
     options: {
       preset: { type: 'string', help: 'model shape: Qwen3-0.6B (default), Qwen3-1.7B, Qwen3-4B' },
       'chunk-rows': { type: 'string', help: 'rows of logits at a time in the loss (default: 2048 where tensor cores take lm_head, else 128)' },
+      'recompute-attention': { type: 'boolean', help: 'run attention again in the backward instead of keeping its output (keepAttention false)' },
     },
     run: (gpu, o) =>
       benchTraining(gpu, {
@@ -68,6 +69,7 @@ export const BENCH_SUITES: BenchSuite[] = [
         filter: o.filter,
         preset: typeof o.extra.preset === 'string' ? o.extra.preset : undefined,
         chunkRows: o.extra['chunk-rows'] === undefined ? undefined : numberOption('bench training', 'chunk-rows', o.extra['chunk-rows'] as string, 128),
+        keepAttention: o.extra['recompute-attention'] !== true,
       }),
   },
 ];
