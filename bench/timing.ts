@@ -6,6 +6,7 @@
 import type { Gpu } from '../src/gpu/gpu.ts';
 
 const WARM_MS = 150;
+export const WARM_MAX_ROUNDS = 256;
 
 export interface TimingOptions {
   calls: number;
@@ -14,6 +15,8 @@ export interface TimingOptions {
   minRoundMs?: number;
   /** The most calls per round minRoundMs may grow to (default 4096). */
   maxCalls?: number;
+  /** Untimed warm-up for at least this long (default 150 ms; at least one round, WARM_MAX_ROUNDS at most). */
+  warmMs?: number;
 }
 
 export interface Timing {
@@ -29,9 +32,15 @@ export async function timePerCall(gpu: Gpu, run: () => void, opts: TimingOptions
     await gpu.sync();
     return performance.now() - t0;
   };
-  // Untimed rounds for at least WARM_MS: an idle H200 sits at 345 MHz and takes a while to clock up, so a single
-  // warm-up round of a few milliseconds left the first row timed after a setup up to 4x slow (2026-12-02).
-  for (let warm = 0, i = 0; warm < WARM_MS && i < 256; i++) warm += await round(opts.calls);
+  // Untimed rounds for at least warmMs (one at least, WARM_MAX_ROUNDS at most): an idle H200 sits at 345 MHz and
+  // takes a while to clock up, so a single warm-up round of a few milliseconds left the first row timed after a
+  // setup up to 4x slow (2026-12-02).
+  const warmMs = opts.warmMs ?? WARM_MS;
+  let warm = 0;
+  let warmRounds = 0;
+  do {
+    warm += await round(opts.calls);
+  } while (warm < warmMs && ++warmRounds < WARM_MAX_ROUNDS);
   let calls = opts.calls;
   const maxCalls = Math.max(opts.calls, opts.maxCalls ?? 4096);
   if (opts.minRoundMs !== undefined) {

@@ -1,6 +1,7 @@
-// bench/timing.ts: rounds grow by 4x until they last minRoundMs, never past maxCalls; without it they stay put.
+// bench/timing.ts: rounds grow by 4x until they last minRoundMs, never past maxCalls; without it they stay put;
+// the warm-up repeats rounds until warmMs has passed.
 import { describe, expect, it } from 'vitest';
-import { timePerCall } from '../../bench/timing.ts';
+import { timePerCall, WARM_MAX_ROUNDS } from '../../bench/timing.ts';
 import { add } from '../../src/kernels/elementwise.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/random.ts';
@@ -16,19 +17,23 @@ describe('timePerCall', () => {
       runs++;
       add(gpu, a, b, out);
     };
-    const plain = await timePerCall(gpu, run, { calls: 10, repeats: 2 });
+    const plain = await timePerCall(gpu, run, { calls: 10, repeats: 2, warmMs: 0 });
     expect(plain.calls).toBe(10);
     expect(runs).toBe(10 + 2 * 10);
     expect(plain.secondsPerCall).toBeGreaterThan(0);
     runs = 0;
     // no round lasts 1e9 ms: 10 -> 40 (the cap), after one calibration round of 10
-    const grown = await timePerCall(gpu, run, { calls: 10, repeats: 2, minRoundMs: 1e9, maxCalls: 40 });
+    const grown = await timePerCall(gpu, run, { calls: 10, repeats: 2, minRoundMs: 1e9, maxCalls: 40, warmMs: 0 });
     expect(grown.calls).toBe(40);
     expect(runs).toBe(10 + 10 + 2 * 40);
     runs = 0;
     // every round lasts at least 0 ms: no growth
-    expect((await timePerCall(gpu, run, { calls: 10, repeats: 2, minRoundMs: 0, maxCalls: 40 })).calls).toBe(10);
+    expect((await timePerCall(gpu, run, { calls: 10, repeats: 2, minRoundMs: 0, maxCalls: 40, warmMs: 0 })).calls).toBe(10);
     expect(runs).toBe(10 + 10 + 2 * 10);
+    runs = 0;
+    // the warm-up repeats rounds until warmMs has passed: 1e9 ms never does, so it stops at WARM_MAX_ROUNDS
+    await timePerCall(gpu, run, { calls: 10, repeats: 2, warmMs: 1e9 });
+    expect(runs).toBe(WARM_MAX_ROUNDS * 10 + 2 * 10);
     for (const t of [a, b, out]) t.release();
   });
 });
