@@ -1,7 +1,8 @@
-// Causal attention: training/prefill forward over packed sequences (shaders/attention_prefill.wgsl), its
-// backward (shaders/attention_backward.wgsl; attention_backward_quad.wgsl where subgroups exist) and inference
-// over the paged KV cache (shaders/attention_paged.wgsl; decode steps attention_decode.wgsl: its version 3
-// where subgroups exist, else version 2).
+// Causal attention: training/prefill forward over packed sequences (shaders/attention_prefill.wgsl;
+// attention_prefill_quad.wgsl where subgroups exist), its backward (shaders/attention_backward.wgsl;
+// attention_backward_quad.wgsl where subgroups exist) and inference over the paged KV cache
+// (shaders/attention_paged.wgsl; decode steps attention_decode.wgsl's version 2, its version 3 when asked).
+// TROUPE_ATTENTION_PREFILL / _BACKWARD (1|2) and TROUPE_ATTENTION_DECODE (2|3) force a version.
 import { GpuLimitError } from '../gpu/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
@@ -109,24 +110,26 @@ export function prefillRows(gpu: Gpu, headDim: number): 4 | 8 {
  *  'quad', version 2 (attention_prefill_quad.wgsl: q and o rows in registers, a quad of threads per query row). */
 export type PrefillKernel = 4 | 8 | 'quad';
 
-let prefillEnv: 1 | 2 | undefined | null = null;
+const envCache = new Map<string, string | undefined>();
 
-/** TROUPE_ATTENTION_PREFILL (1 or 2: force a version), read once: every layer's forward asks. */
-function envPrefillVersion(): 1 | 2 | undefined {
-  if (prefillEnv !== null) return prefillEnv;
-  const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.TROUPE_ATTENTION_PREFILL;
-  if (v !== undefined && v !== '' && v !== '1' && v !== '2') throw new ShapeError(`TROUPE_ATTENTION_PREFILL=${v}: expected 1 or 2`);
-  prefillEnv = v === '1' ? 1 : v === '2' ? 2 : undefined;
-  return prefillEnv;
+/** A TROUPE_ATTENTION_* variable forcing a kernel version: undefined when unset, else one of `allowed`; read once
+ *  per name (every layer's call asks, and process.env is slow to read). */
+function envVersion(name: string, allowed: readonly string[]): string | undefined {
+  if (!envCache.has(name)) {
+    const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name];
+    if (v !== undefined && v !== '' && !allowed.includes(v)) throw new ShapeError(`${name}=${v}: expected ${allowed.join(' or ')}`);
+    envCache.set(name, v || undefined);
+  }
+  return envCache.get(name);
 }
 
 /** The kernel attentionPrefill runs by default: version 2 wherever quads can run (quadKernelsUnavailable), else
  *  version 1 with prefillRows; TROUPE_ATTENTION_PREFILL=1|2 forces a version. */
 export function prefillKernel(gpu: Gpu, headDim: number): PrefillKernel {
-  const want = envPrefillVersion();
+  const want = envVersion('TROUPE_ATTENTION_PREFILL', ['1', '2']);
   const why = quadKernelsUnavailable(gpu, headDim);
-  if (want === 2 && why) throw new GpuLimitError(`attention_prefill version 2 cannot run here: ${why}`);
-  return want !== 1 && !why ? 'quad' : prefillRows(gpu, headDim);
+  if (want === '2' && why) throw new GpuLimitError(`attention_prefill version 2 cannot run here: ${why}`);
+  return want !== '1' && !why ? 'quad' : prefillRows(gpu, headDim);
 }
 
 /** Training / plain prefill: causal attention over packed contiguous sequences. seqStarts: u32 [S+1] cumulative
@@ -226,17 +229,6 @@ export function decodeV3Lanes(gpu: Gpu, headDim: number, group: number, cacheDty
  *  decode entry (few rows per sequence) and the tiled one. */
 export type PagedKernel = 'decode3' | 'decode2' | 'decode' | 'paged';
 
-let decodeEnv: 'decode3' | 'decode2' | undefined | null = null;
-
-/** TROUPE_ATTENTION_DECODE (2 or 3: force a decode version), read once: attentionPaged asks on every layer. */
-function envDecodeVersion(): 'decode3' | 'decode2' | undefined {
-  if (decodeEnv !== null) return decodeEnv;
-  const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.TROUPE_ATTENTION_DECODE;
-  if (v !== undefined && v !== '' && v !== '2' && v !== '3') throw new ShapeError(`TROUPE_ATTENTION_DECODE=${v}: expected 2 or 3`);
-  decodeEnv = v === '2' ? 'decode2' : v === '3' ? 'decode3' : undefined;
-  return decodeEnv;
-}
-
 /** Which kernel attentionPaged runs for Tq queries of a batch (see there); `prefer` (else TROUPE_ATTENTION_DECODE)
  *  'decode3' asks for version 3 where it can run. */
 export function pagedKernel(
@@ -252,7 +244,7 @@ export function pagedKernel(
   if (Tq === batch.numSeqs && maxQueries === 1) {
     // Version 2 by default: on the H200 version 3 ran 0.71x its KV read rate at 256 x 1024 and 0.87x at
     // 1 x 1024, and a 256-sequence decode step 0.81x (bench attention/model, 2026-12-02 17:00 UTC).
-    if ((prefer ?? envDecodeVersion()) === 'decode3') {
+    if (prefer === 'decode3' || (prefer === undefined && envVersion('TROUPE_ATTENTION_DECODE', ['2', '3']) === '3')) {
       if (decodeV3Lanes(gpu, dims.headDim, group, cacheDtype) !== null) return 'decode3';
       if (prefer === undefined) {
         throw new GpuLimitError(`TROUPE_ATTENTION_DECODE=3: decode version 3 cannot run here (it needs subgroups and a power-of-two number of 16-byte loads per row; head dim ${dims.headDim}, ${cacheDtype} cache)`);
@@ -358,12 +350,6 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
  * operands in registers, scores summed over quads; needs subgroups of at least 4 and a head dim multiple of 16). */
 export type AttentionBackwardVersion = 1 | 2;
 
-function envBackwardVersion(): AttentionBackwardVersion | null {
-  const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.TROUPE_ATTENTION_BACKWARD;
-  if (v === undefined || v === '') return null;
-  if (v !== '1' && v !== '2') throw new ShapeError(`TROUPE_ATTENTION_BACKWARD=${v}: expected 1 or 2`);
-  return Number(v) as AttentionBackwardVersion;
-}
 
 /** Why the quad kernels (attention's backward and prefill version 2) cannot run on `gpu` for this head dim, or null when they can. */
 export function quadKernelsUnavailable(gpu: Gpu, headDim: number): string | null {
@@ -377,7 +363,8 @@ export function quadKernelsUnavailable(gpu: Gpu, headDim: number): string | null
 
 /** The version attentionBackward runs: `requested` (or TROUPE_ATTENTION_BACKWARD), else 2 wherever it can run. */
 export function backwardVersion(gpu: Gpu, headDim: number, requested?: AttentionBackwardVersion): AttentionBackwardVersion {
-  const want = requested ?? envBackwardVersion();
+  const env = envVersion('TROUPE_ATTENTION_BACKWARD', ['1', '2']);
+  const want = requested ?? (env === undefined ? null : (Number(env) as AttentionBackwardVersion));
   const why = quadKernelsUnavailable(gpu, headDim);
   if (want === 2 && why) throw new GpuLimitError(`attention_backward version 2 cannot run here: ${why}`);
   return want ?? (why ? 1 : 2);
