@@ -1,16 +1,24 @@
-// Per-row multi-LoRA: y[t] += scale[a] · (x[t]·A[a]ᵀ)·B[a]ᵀ with a = rows[t] (NO_ADAPTER: row untouched).
+// Per-row multi-LoRA: y[t] += scale[a] · (x[t]·A[a]ᵀ)·B[a]ᵀ with a the adapter of row t (rows of no adapter untouched).
 // A bank holds n adapters side by side, transposed so that neighbouring threads read neighbouring words:
 // adapter a's Aᵀ [IN, R] at a·IN·R (column j < rank[a] is A's row j) and Bᵀ [R, OUT] at a·R·OUT (row j < rank[a]
 // is B's column j); R is the bank's largest rank, entries past an adapter's rank are never read (src/model/lora-bank.ts
 // fills slots with transpose.wgsl). rank[a] = 0: the adapter does not have this module (contributes nothing).
+// Rows come in tiles of up to 16 rows of one adapter (built on the host once per batch, src/kernels/lora-rows.ts):
+// tiles[i · 18] = slot, then the count of rows, then the row indices. A workgroup serves a whole tile, so each
+// adapter weight it reads serves 16 rows; one workgroup per row re-read the adapter from L2 for every row (down_proj's
+// Aᵀ is 384 KB), which made the bank cost more than the base matmuls in rollouts.
 // TX is x's storage type, TW the bank's (f32, or f16 when shader-f16); math, u and y are f32.
-// Rows t fold into (y, z) of the grid: t = wg.y + wg.z · nwg.y. shrink splits IN into p.splits parts of p.chunk
-// (a batch of few rows then still fills the GPU), each writing its partial u, which expand sums.
-struct Params { T: u32, IN: u32, OUT: u32, R: u32, n: u32, splits: u32, chunk: u32, _p0: u32 }
+// Tiles fold into (y, z) of the grid: tile = wg.y + wg.z · nwg.y. shrink splits IN into p.splits parts of p.chunk
+// (a multiple of SHRINK_K; few tiles then still fill the GPU), each writing its partial u, which expand sums.
+struct Params { T: u32, IN: u32, OUT: u32, R: u32, n: u32, splits: u32, chunk: u32, tiles: u32 }
 
-const NO_ADAPTER = 0xffffffffu;
-const SHRINK_RANKS = 64u;
-const SHRINK_SLICES = 4u;
+const NO_ROW = 0xffffffffu;
+const TILE_STRIDE = 18u;
+/** A workgroup's threads: 64 ranks (shrink) or 256 output columns (expand), times 4 groups of 4 rows of the tile. */
+const RANKS = 64u;
+const GROUPS = 4u;
+/** Columns of x staged in workgroup memory at a time (one per rank thread), and ranks of u in expand. */
+const SHRINK_K = 64u;
 const EXPAND_COLS = 256u;
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -19,72 +27,138 @@ const EXPAND_COLS = 256u;
 @group(0) @binding(3) var<storage, read> B: array<TW>;
 @group(0) @binding(4) var<storage, read> scale: array<f32>;
 @group(0) @binding(5) var<storage, read> rank: array<u32>;
-@group(0) @binding(6) var<storage, read> rows: array<u32>;
+@group(0) @binding(6) var<storage, read> tiles: array<u32>;
 @group(0) @binding(7) var<storage, read_write> u: array<f32>;         // [splits, T, R]
 @group(0) @binding(8) var<storage, read_write> y: array<f32>;
 
-/** The rank row t uses (0 for no adapter; an index past the bank also counts as none, never read out of bounds). */
-fn rowRank(a: u32) -> u32 {
-  if (a == NO_ADAPTER || a >= p.n) { return 0u; }
+/** The rank of slot a here (0: no such module; a slot past the bank also counts as none, never read out of bounds). */
+fn slotRank(a: u32) -> u32 {
+  if (a >= p.n) { return 0u; }
   return min(rank[a], p.R);
 }
 
-var<workgroup> partial: array<f32, SHRINK_RANKS * SHRINK_SLICES>;
-
-// u[split, t, j] = x[t, part]·Aᵀ[a, part, j] for j < R (0 past the adapter's rank): one workgroup per (row t, 64 ranks,
-// part of IN), 4 slices of the part summed in workgroup memory. Threads of a slice read 64 neighbouring words of Aᵀ
-// and one x.
-@compute @workgroup_size(SHRINK_RANKS * SHRINK_SLICES)
-fn shrink(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
-  let t = wg.y + wg.z * nwg.y;
-  if (t >= p.T) { return; }
-  let split = wg.x % p.splits;
-  let j = (wg.x / p.splits) * SHRINK_RANKS + lid % SHRINK_RANKS;
-  let slice = lid / SHRINK_RANKS;
-  let a = rows[t];
-  var acc = 0.0;
-  if (j < rowRank(a)) {
-    let xRow = t * p.IN;
-    let col = a * p.IN * p.R + j;
-    let end = min(p.IN, (split + 1u) * p.chunk);
-    for (var k = split * p.chunk + slice; k < end; k += SHRINK_SLICES) {
-      acc += f32(x[xRow + k]) * f32(A[col + k * p.R]);
-    }
-  }
-  partial[lid] = acc;
-  workgroupBarrier();
-  if (slice == 0u && j < p.R) {
-    u[(split * p.T + t) * p.R + j] = partial[lid] + partial[lid + SHRINK_RANKS] + partial[lid + 2u * SHRINK_RANKS] + partial[lid + 3u * SHRINK_RANKS];
-  }
+/** Row i of the tile at `base` (NO_ROW past its count). */
+fn tileRow(base: u32, count: u32, i: u32) -> u32 {
+  if (i >= count) { return NO_ROW; }
+  return tiles[base + 2u + i];
 }
 
-var<workgroup> uSum: array<f32, EXPAND_COLS>;
+/** The four rows of group g. */
+fn groupRows(base: u32, count: u32, g: u32) -> vec4u {
+  let i = g * 4u;
+  return vec4u(tileRow(base, count, i), tileRow(base, count, i + 1u), tileRow(base, count, i + 2u), tileRow(base, count, i + 3u));
+}
 
-// y[t, o] += scale[a] · (Σ_split u[split, t])·Bᵀ[a, :, o]: one thread per output column, 256 columns per workgroup;
-// the parts of u are summed once per workgroup (256 ranks at a time) into workgroup memory.
-@compute @workgroup_size(EXPAND_COLS)
-fn expand(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
-  let t = wg.y + wg.z * nwg.y;
-  if (t >= p.T) { return; }
-  let a = rows[t];
-  let r = rowRank(a);
-  if (r == 0u) { return; }
-  let o = wg.x * EXPAND_COLS + lid;
-  let col = a * p.R * p.OUT + o;
-  var acc = 0.0;
-  for (var jb = 0u; jb < r; jb += EXPAND_COLS) {
-    let j = jb + lid;
-    var uj = 0.0;
-    if (j < r) {
-      for (var s = 0u; s < p.splits; s++) { uj += u[(s * p.T + t) * p.R + j]; }
-    }
-    uSum[lid] = uj;
+fn xAt(row: u32, k: u32, end: u32) -> f32 {
+  if (row == NO_ROW || k >= end) { return 0.0; }
+  return f32(x[row * p.IN + k]);
+}
+
+/** [k][group]: x of the group's 4 rows at column k of the staged block. */
+var<workgroup> xs: array<vec4f, SHRINK_K * GROUPS>;
+
+// u[split, t, j] = x[t, part]·Aᵀ[a, part, j] for each row t of the tile and j < rank: one workgroup per (tile, 64
+// ranks, part of IN). Thread (j, g) keeps the 4 rows of group g in one vec4 accumulator; each Aᵀ word it loads
+// (neighbouring threads, neighbouring words) feeds 4 rows, the 4 groups share it through L1.
+@compute @workgroup_size(RANKS * GROUPS)
+fn shrink(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let tile = wg.y + wg.z * nwg.y;
+  if (tile >= p.tiles) { return; }
+  let base = tile * TILE_STRIDE;
+  let a = tiles[base];
+  let r = slotRank(a);
+  let split = wg.x % p.splits;
+  let jb = (wg.x / p.splits) * RANKS;
+  if (jb >= r) { return; } // the whole workgroup's ranks are past this adapter's
+  let j = jb + lid % RANKS;
+  let g = lid / RANKS;
+  let rowsG = groupRows(base, tiles[base + 1u], g);
+  let start = split * p.chunk;
+  let end = min(p.IN, start + p.chunk);
+  let col = a * p.IN * p.R + j;
+  let kk = lid % SHRINK_K;
+  var acc = vec4f(0.0);
+  for (var k0 = start; k0 < end; k0 += SHRINK_K) {
+    let k = k0 + kk;
+    xs[kk * GROUPS + g] = vec4f(xAt(rowsG.x, k, end), xAt(rowsG.y, k, end), xAt(rowsG.z, k, end), xAt(rowsG.w, k, end));
     workgroupBarrier();
-    if (o < p.OUT) {
-      let n = min(EXPAND_COLS, r - jb);
-      for (var i = 0u; i < n; i++) { acc += uSum[i] * f32(B[col + (jb + i) * p.OUT]); }
+    if (j < r) {
+      let n = min(SHRINK_K, end - k0);
+      for (var i = 0u; i < n; i++) { acc += xs[i * GROUPS + g] * f32(A[col + (k0 + i) * p.R]); }
     }
     workgroupBarrier();
   }
-  if (o < p.OUT) { y[t * p.OUT + o] += scale[a] * acc; }
+  if (j >= r) { return; }
+  let at = split * p.T;
+  if (rowsG.x != NO_ROW) { u[(at + rowsG.x) * p.R + j] = acc.x; }
+  if (rowsG.y != NO_ROW) { u[(at + rowsG.y) * p.R + j] = acc.y; }
+  if (rowsG.z != NO_ROW) { u[(at + rowsG.z) * p.R + j] = acc.z; }
+  if (rowsG.w != NO_ROW) { u[(at + rowsG.w) * p.R + j] = acc.w; }
+}
+
+fn uSum(row: u32, j: u32) -> f32 {
+  if (row == NO_ROW) { return 0.0; }
+  var s = 0.0;
+  for (var sp = 0u; sp < p.splits; sp++) { s += u[(sp * p.T + row) * p.R + j]; }
+  return s;
+}
+
+fn addRow(row: u32, o: u32, v: f32) {
+  if (row != NO_ROW) { y[row * p.OUT + o] += v; }
+}
+
+/** [j][group]: Σ_split u of the group's 4 rows at rank j of the staged block. */
+var<workgroup> us: array<vec4f, RANKS * GROUPS>;
+
+// y[t, o] += scale[a] · (Σ_split u[split, t])·Bᵀ[a, :, o] for the tile's 16 rows: one thread per output column, 256
+// columns a workgroup, 4 vec4 accumulators (16 rows) a thread; each Bᵀ word loaded feeds the 16 rows. The parts of u
+// are summed once per workgroup, 64 ranks at a time, into workgroup memory.
+@compute @workgroup_size(EXPAND_COLS)
+fn expand(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let tile = wg.y + wg.z * nwg.y;
+  if (tile >= p.tiles) { return; }
+  let base = tile * TILE_STRIDE;
+  let a = tiles[base];
+  let r = slotRank(a);
+  if (r == 0u) { return; }
+  let count = tiles[base + 1u];
+  let o = wg.x * EXPAND_COLS + lid;
+  let col = a * p.R * p.OUT + o;
+  let jl = lid % RANKS;
+  let g = lid / RANKS;
+  let rowsG = groupRows(base, count, g);
+  var acc0 = vec4f(0.0);
+  var acc1 = vec4f(0.0);
+  var acc2 = vec4f(0.0);
+  var acc3 = vec4f(0.0);
+  for (var jb = 0u; jb < r; jb += RANKS) {
+    let j = jb + jl;
+    var s = vec4f(0.0);
+    if (j < r) { s = vec4f(uSum(rowsG.x, j), uSum(rowsG.y, j), uSum(rowsG.z, j), uSum(rowsG.w, j)); }
+    us[jl * GROUPS + g] = s;
+    workgroupBarrier();
+    if (o < p.OUT) {
+      let n = min(RANKS, r - jb);
+      for (var i = 0u; i < n; i++) {
+        let b = f32(B[col + (jb + i) * p.OUT]);
+        acc0 += us[i * GROUPS] * b;
+        acc1 += us[i * GROUPS + 1u] * b;
+        acc2 += us[i * GROUPS + 2u] * b;
+        acc3 += us[i * GROUPS + 3u] * b;
+      }
+    }
+    workgroupBarrier();
+  }
+  if (o >= p.OUT) { return; }
+  let sc = scale[a];
+  for (var q = 0u; q < GROUPS; q++) {
+    let rq = groupRows(base, count, q);
+    var v = acc0;
+    if (q == 1u) { v = acc1; } else if (q == 2u) { v = acc2; } else if (q == 3u) { v = acc3; }
+    v *= sc;
+    addRow(rq.x, o, v.x);
+    addRow(rq.y, o, v.y);
+    addRow(rq.z, o, v.z);
+    addRow(rq.w, o, v.w);
+  }
 }

@@ -1,6 +1,7 @@
 // Per-row multi-LoRA (shaders/lora_rows.wgsl): each row of a packed batch applies its own adapter of a
-// bank, or none, in one pass: y[t] += scale[a_t]·(x[t]·A[a_t]ᵀ)·B[a_t]ᵀ. Decode batches mix roles freely
-// (no sorting, no row copies); rows with NO_ADAPTER are the base model.
+// bank, or none: y[t] += scale[a_t]·(x[t]·A[a_t]ᵀ)·B[a_t]ᵀ. Decode batches mix roles freely: the host groups a
+// batch's rows into tiles of up to 16 rows of one adapter once (loraRowTiles; no row copies), so each adapter weight
+// the kernel reads serves a tile; rows with NO_ADAPTER are the base model.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { Uniforms } from '../gpu/uniforms.ts';
@@ -13,16 +14,51 @@ export const NO_ADAPTER = 0xffffffff;
 // As in shaders/lora_rows.wgsl.
 const EXPAND_COLS = 256;
 const SHRINK_RANKS = 64;
-/** Workgroups shrink aims for, and the shortest part of IN it splits off to get them. */
-const SHRINK_WORKGROUPS = 1024;
-const MIN_SPLIT_IN = 256;
+const SHRINK_K = 64;
+const TILE_ROWS = 16;
+const TILE_STRIDE = 2 + TILE_ROWS;
+/** Workgroups shrink aims for: with few tiles it splits IN into parts (each a multiple of SHRINK_K). */
+const SHRINK_WORKGROUPS = 512;
 
-/** Parts of IN that shrink splits into: with few rows, more workgroups (each part at least MIN_SPLIT_IN long). */
-function shrinkSplits(T: number, IN: number, R: number): { splits: number; chunk: number } {
-  const workgroups = T * ceilDiv(R, SHRINK_RANKS);
-  const want = Math.max(1, Math.min(ceilDiv(SHRINK_WORKGROUPS, workgroups), Math.floor(IN / MIN_SPLIT_IN)));
-  const chunk = ceilDiv(IN, want);
+/** Parts of IN that shrink splits into so that few tiles still fill the GPU. */
+function shrinkSplits(tiles: number, IN: number, R: number): { splits: number; chunk: number } {
+  const workgroups = tiles * ceilDiv(R, SHRINK_RANKS);
+  const want = Math.max(1, Math.min(ceilDiv(SHRINK_WORKGROUPS, workgroups), Math.floor(IN / SHRINK_K)));
+  const chunk = ceilDiv(ceilDiv(IN, want), SHRINK_K) * SHRINK_K;
   return { splits: ceilDiv(IN, chunk), chunk };
+}
+
+/** A batch's rows grouped into tiles of up to 16 rows of one adapter, uploaded once per batch and used by every
+ * lora_rows call over it. */
+export interface LoraRowTiles {
+  /** u32 [max(1, count) · 18]: per tile its slot, its row count, then its row indices */
+  tiles: Tensor;
+  /** tiles in the batch (0: no row has an adapter) */
+  count: number;
+  /** rows of the batch */
+  T: number;
+}
+
+/** Tiles of the rows of a batch: rows[t] is row t's slot (NO_ADAPTER, or a slot past the n of the bank: none).
+ * Rows keep their order within each adapter; adapters come in order of first appearance. */
+export function loraRowTiles(gpu: Gpu, rows: Uint32Array, n: number, label = 'lora_rows.tiles'): LoraRowTiles {
+  const bySlot = new Map<number, number[]>();
+  rows.forEach((slot, t) => {
+    if (slot === NO_ADAPTER || slot >= n) return;
+    let list = bySlot.get(slot);
+    if (!list) bySlot.set(slot, (list = []));
+    list.push(t);
+  });
+  const words: number[] = [];
+  for (const [slot, list] of bySlot) {
+    for (let i = 0; i < list.length; i += TILE_ROWS) {
+      const part = list.slice(i, i + TILE_ROWS);
+      words.push(slot, part.length, ...part, ...new Array<number>(TILE_ROWS - part.length).fill(NO_ADAPTER));
+    }
+  }
+  const count = words.length / TILE_STRIDE;
+  if (!count) words.push(...new Array<number>(TILE_STRIDE).fill(0));
+  return { tiles: gpu.upload(Uint32Array.from(words), [words.length], 'u32', label), count, T: rows.length };
 }
 
 /** n adapters side by side, transposed (coalesced reads). Slot a holds adapter a's Aᵀ in A[a] [in, r] (columns
@@ -38,15 +74,15 @@ export interface LoraRowsBank {
   rank: Tensor;
 }
 
-/** Rows folded into (y, z) of the grid: T may exceed one dimension's 65535. */
-function rowGrid(x: number, T: number): [number, number, number] {
-  const z = ceilDiv(T, MAX_WORKGROUPS);
-  return [x, ceilDiv(T, z), z];
+/** Tiles folded into (y, z) of the grid: a batch may hold more than one dimension's 65535. */
+function tileGrid(x: number, tiles: number): [number, number, number] {
+  const z = ceilDiv(tiles, MAX_WORKGROUPS);
+  return [x, ceilDiv(tiles, z), z];
 }
 
-/** y [T, out] f32 += per-row LoRA delta of x [T, in]; rows u32 [T] names each row's slot (or NO_ADAPTER).
+/** y [T, out] f32 += per-row LoRA delta of x [T, in]; `rows` (loraRowTiles of the batch) names each row's slot.
  * Slots past the bank count as none (the kernel never reads out of bounds); callers check indices. */
-export function loraRows(gpu: Gpu, x: Tensor, y: Tensor, rows: Tensor, bank: LoraRowsBank, label = 'lora_rows'): void {
+export function loraRows(gpu: Gpu, x: Tensor, y: Tensor, rows: LoraRowTiles, bank: LoraRowsBank, label = 'lora_rows'): void {
   if (x.shape.length !== 2) throw new ShapeError(`${label}: ${x.label} has shape [${x.shape}], expected [T, in]`);
   if (bank.A.shape.length !== 3) throw new ShapeError(`${label}: ${bank.A.label} has shape [${bank.A.shape}], expected [n, in, r]`);
   const [T, IN] = x.shape as [number, number];
@@ -57,28 +93,31 @@ export function loraRows(gpu: Gpu, x: Tensor, y: Tensor, rows: Tensor, bank: Lor
   expectShape(label, bank.B, [n, R, OUT]);
   expectShape(label, bank.scale, [n]);
   expectShape(label, bank.rank, [n]);
-  expectShape(label, rows, [T]);
+  if (rows.T !== T) throw new ShapeError(`${label}: ${rows.tiles.label} tiles a batch of ${rows.T} rows, ${x.label} has ${T}`);
+  expectShape(label, rows.tiles, [Math.max(1, rows.count) * TILE_STRIDE]);
   expectDtype(label, x, 'f32', 'f16');
   expectDtype(label, bank.A, 'f32', 'f16');
   expectDtype(label, bank.B, bank.A.dtype);
   expectDtype(label, bank.scale, 'f32');
   expectDtype(label, bank.rank, 'u32');
-  expectDtype(label, rows, 'u32');
+  expectDtype(label, rows.tiles, 'u32');
   expectDtype(label, y, 'f32');
   if ((x.dtype === 'f16' || bank.A.dtype === 'f16') && !gpu.f16) throw new ShapeError(`${label}: f16 operands need the shader-f16 feature, which this device lacks`);
   if (T < 1 || IN < 1 || OUT < 1 || R < 1 || n < 1) throw new ShapeError(`${label}: empty shape T ${T}, in ${IN}, out ${OUT}, r ${R}, adapters ${n}`);
 
-  const { splits, chunk } = shrinkSplits(T, IN, R);
+  if (!rows.count) return;
+
+  const { splits, chunk } = shrinkSplits(rows.count, IN, R);
   const u = gpu.tensor([splits, T, R], 'f32', `${label}.u`);
   const variant = { aliases: { TX: x.dtype, TW: bank.A.dtype } };
-  const uniforms = () => new Uniforms().u32(T).u32(IN).u32(OUT).u32(R).u32(n).u32(splits).u32(chunk).u32(0);
+  const uniforms = () => new Uniforms().u32(T).u32(IN).u32(OUT).u32(R).u32(n).u32(splits).u32(chunk).u32(rows.count);
   gpu.dispatch({
     shader: 'lora_rows',
     entry: 'shrink',
     variant,
     uniforms: uniforms(),
-    bindings: [x, bank.A, null, null, bank.rank, rows, u, null],
-    workgroups: rowGrid(ceilDiv(R, SHRINK_RANKS) * splits, T),
+    bindings: [x, bank.A, null, null, bank.rank, rows.tiles, u, null],
+    workgroups: tileGrid(ceilDiv(R, SHRINK_RANKS) * splits, rows.count),
     label: `${label}.shrink`,
   });
   gpu.dispatch({
@@ -86,8 +125,8 @@ export function loraRows(gpu: Gpu, x: Tensor, y: Tensor, rows: Tensor, bank: Lor
     entry: 'expand',
     variant,
     uniforms: uniforms(),
-    bindings: [null, null, bank.B, bank.scale, bank.rank, rows, u, y],
-    workgroups: rowGrid(ceilDiv(OUT, EXPAND_COLS), T),
+    bindings: [null, null, bank.B, bank.scale, bank.rank, rows.tiles, u, y],
+    workgroups: tileGrid(ceilDiv(OUT, EXPAND_COLS), rows.count),
     label: `${label}.expand`,
   });
   u.release(); // later users of the buffer are ordered after these dispatches

@@ -1,7 +1,8 @@
 // Every adapter of an AdapterSet side by side on the GPU, so one forward can give each row its own
-// adapter (or none) through the lora_rows kernel: no sorting rows by adapter, no row copies. Per
-// (layer, module) a bank A [n, in, r] and B [n, r, out] (r: the largest rank) holds each adapter's A and B
-// transposed (the kernel's threads then read neighbouring words), filled on the GPU by transposeInto. The bank remembers the version of each adapter it copied and re-copies any
+// adapter (or none) through the lora_rows kernel: rows are grouped by adapter into tiles once per batch (no
+// row copies). Per (layer, module) a bank A [n, in, r] and B [n, r, out] (r: the largest rank) holds each
+// adapter's A and B transposed (the kernel's threads then read neighbouring words), filled on the GPU by
+// transposeInto. The bank remembers the version of each adapter it copied and re-copies any
 // adapter whose version moved (an optimizer step, markUpdated) before every forward, so it never serves
 // stale weights. forRows is the per-row path of both the rollout engine and the trainer (AdapterSet.rows):
 // its backward gathers each adapter's rows (x, dy), runs that adapter's LoRA backward on them (matmuls,
@@ -9,7 +10,7 @@
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { embedding, embeddingBackward } from '../kernels/embedding.ts';
-import { loraRows, type LoraRowsBank, NO_ADAPTER } from '../kernels/lora-rows.ts';
+import { loraRows, loraRowTiles, type LoraRowsBank, NO_ADAPTER } from '../kernels/lora-rows.ts';
 import { transposeInto } from '../kernels/transpose.ts';
 import { LINEAR_MODULES, type LinearModule, LoraError } from './adapter.ts';
 import type { AdapterSet, LinearShape, LoraAdapter, RowsTrainableAdapter } from './lora.ts';
@@ -129,7 +130,7 @@ export class LoraBank {
   }
 
   /** The per-row adapter of one packed batch: row t uses adapterPerRow[t] (null: the base model). Uploads
-   * the row indices once; release() it once the forward (and backward) is recorded. */
+   * the row tiles once; release() it once the forward (and backward) is recorded. */
   forRows(adapterPerRow: readonly (string | null)[]): RowsTrainableAdapter {
     this.live();
     const T = adapterPerRow.length;
@@ -142,7 +143,7 @@ export class LoraBank {
       return i;
     });
     const groups: RowGroup[] = [...slots.values()].map((slot) => ({ slot, rows: Uint32Array.from(index.keys()).filter((t) => index[t] === slot), index: null }));
-    const rows = this.gpu.upload(index, [T], 'u32', 'lora_bank.rows');
+    const rows = loraRowTiles(this.gpu, index, this.names.length, 'lora_bank.tiles');
     const checkRows = (what: string, module: LinearModule, t: Tensor) => {
       if (t.shape[0] !== T) throw new LoraError(`LoRA rows ${module}: ${what} ${t.label} has ${t.shape[0]} rows, the batch's adapters name ${T}`);
     };
@@ -189,7 +190,7 @@ export class LoraBank {
       release: () => {
         if (released) return;
         released = true;
-        rows.release();
+        rows.tiles.release();
         for (const g of groups) g.index?.release();
       },
     };

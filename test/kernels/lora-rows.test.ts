@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
-import { loraRows, NO_ADAPTER } from '../../src/kernels/lora-rows.ts';
+import { loraRows, loraRowTiles, NO_ADAPTER } from '../../src/kernels/lora-rows.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randInts, randn, relError } from '../helpers/random.ts';
 import { loraRowsRef } from '../ref/lora-rows.ts';
@@ -11,10 +11,13 @@ interface Case {
   out: number;
   /** Each adapter's rank; the bank's slot rank is the largest. 0: the adapter lacks the module. */
   ranks: number[];
+  /** How rows name adapters: interleaved at random (default), sorted by adapter, or all one adapter. */
+  order?: 'mixed' | 'sorted' | 'one';
 }
 
-// Odd sizes, more than one expand workgroup (out > 256), a rank-0 adapter, mixed ranks, rows past
-// one grid dimension (T > 65535).
+// Odd sizes, more than one expand workgroup (out > 256), a rank-0 adapter, mixed ranks, tiles of 16 rows
+// full and partial (more than 16 rows of one adapter), thousands of tiles. (Tiles past one grid dimension,
+// 65535 · 16 rows, take SwiftShader 90 s: left to tileGrid's fold, the same as every kernel's.)
 const CASES: Case[] = [
   { T: 1, in: 7, out: 5, ranks: [3] },
   // in long enough to split in parts (few rows), rank over one 64-rank block
@@ -25,18 +28,21 @@ const CASES: Case[] = [
   { T: 13, in: 130, out: 300, ranks: [5, 2, 0, 1] },
   { T: 37, in: 65, out: 257, ranks: [8, 3] },
   { T: 65_537, in: 4, out: 3, ranks: [1, 2] },
+  { T: 50, in: 200, out: 70, ranks: [16, 9], order: 'sorted' },
+  { T: 33, in: 128, out: 64, ranks: [64], order: 'one' },
 ];
 
-/** Rows interleaved (not sorted by adapter), about one in five with no adapter. */
-function rowAdapters(T: number, n: number, seed: number): Uint32Array {
-  const r = randInts(T, seed, 5 * n);
-  return r.map((v) => (v >= 4 * n ? NO_ADAPTER : v % n));
+/** Rows' slots, about one in five with no adapter unless all are one adapter. */
+function rowAdapters(T: number, n: number, seed: number, order: Case['order'] = 'mixed'): Uint32Array {
+  if (order === 'one') return new Uint32Array(T);
+  const r = randInts(T, seed, 5 * n).map((v) => (v >= 4 * n ? NO_ADAPTER : v % n));
+  return order === 'sorted' ? r.sort() : r;
 }
 
 describe('lora_rows', () => {
   for (const dtype of ['f32', 'f16'] as const) {
     for (const c of CASES) {
-      it(`${dtype} T=${c.T} in=${c.in} out=${c.out} ranks=[${c.ranks}]`, async (ctx) => {
+      it(`${dtype} T=${c.T} in=${c.in} out=${c.out} ranks=[${c.ranks}] ${c.order ?? 'mixed'}`, async (ctx) => {
         const gpu = await testGpu();
         if (dtype === 'f16' && !gpu.f16) return ctx.skip();
         const round = dtype === 'f16' ? roundF16 : (v: Float32Array) => v;
@@ -50,7 +56,7 @@ describe('lora_rows', () => {
         const y = randn(c.T * c.out, 4 + c.T);
         const scale = Float32Array.from(c.ranks, (k, i) => 0.5 + i / (k || 1));
         const rank = Uint32Array.from(c.ranks);
-        const rows = rowAdapters(c.T, n, 5 + c.T);
+        const rows = rowAdapters(c.T, n, 5 + c.T, c.order);
         const ty = gpu.upload(y, [c.T, c.out], 'f32', 'y');
         // The bank holds them transposed (Aᵀ [in, r], Bᵀ [r, out] per slot); past a rank it holds junk.
         const AT = round(randn(n * c.in * r, 6 + c.in));
@@ -65,8 +71,7 @@ describe('lora_rows', () => {
           scale: gpu.upload(scale, [n], 'f32', 'bank.scale'),
           rank: gpu.upload(rank, [n], 'u32', 'bank.rank'),
         };
-        const trows = gpu.upload(rows, [c.T], 'u32', 'rows');
-        loraRows(gpu, gpu.upload(x, [c.T, c.in], dtype, 'x'), ty, trows, bank);
+        loraRows(gpu, gpu.upload(x, [c.T, c.in], dtype, 'x'), ty, loraRowTiles(gpu, rows, n), bank);
         const want = loraRowsRef(x, y, rows, A, B, scale, rank, d);
         const got = await gpu.readF32(ty);
         expect(relError(got, want)).toBeLessThan(1e-5);
@@ -91,11 +96,12 @@ describe('lora_rows', () => {
     };
     const x = gpu.upload(randn(3 * 8, 3), [3, 8], 'f32', 'x');
     const y = gpu.upload(randn(3 * 6, 4), [3, 6], 'f32', 'y');
-    const rows = gpu.upload([0, 1, NO_ADAPTER], [3], 'u32', 'rows');
+    const rows = loraRowTiles(gpu, Uint32Array.of(0, 1, NO_ADAPTER), 2, 'tiles');
     expect(() => loraRows(gpu, gpu.upload(randn(3 * 9, 5), [3, 9], 'f32', 'wide_x'), y, rows, bank)).toThrow(/bank.A/);
     expect(() => loraRows(gpu, x, gpu.upload(randn(3 * 7, 6), [3, 7], 'f32', 'wide_y'), rows, bank)).toThrow(/bank.B/);
-    expect(() => loraRows(gpu, x, y, gpu.upload([0, 1], [2], 'u32', 'short_rows'), bank)).toThrow(/short_rows/);
-    expect(() => loraRows(gpu, x, y, gpu.upload([0, 1, 0], [3], 'f32', 'float_rows'), bank)).toThrow(/float_rows is f32/);
+    expect(() => loraRows(gpu, x, y, loraRowTiles(gpu, Uint32Array.of(0, 1), 2, 'short_tiles'), bank)).toThrow(/short_tiles tiles a batch of 2 rows, x has 3/);
+    const floatTiles = { ...rows, tiles: gpu.upload(new Float32Array(2 * 18), [2 * 18], 'f32', 'float_tiles') };
+    expect(() => loraRows(gpu, x, y, floatTiles, bank)).toThrow(/float_tiles is f32/);
     loraRows(gpu, x, y, rows, bank);
     await gpu.sync();
   });
