@@ -20,6 +20,8 @@ const GROUPS = 4u;
 /** Columns of x staged in workgroup memory at a time (one per rank thread), and ranks of u in expand. */
 const SHRINK_K = 64u;
 const EXPAND_COLS = 256u;
+/** Weight loads a thread issues together before using them (RANKS and SHRINK_K are multiples). */
+const LOADS = 16u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<TX>;
@@ -59,7 +61,9 @@ var<workgroup> xs: array<vec4f, SHRINK_K * GROUPS>;
 
 // u[split, t, j] = x[t, part]·Aᵀ[a, part, j] for each row t of the tile and j < rank: one workgroup per (tile, 64
 // ranks, part of IN). Thread (j, g) keeps the 4 rows of group g in one vec4 accumulator; each Aᵀ word it loads
-// (neighbouring threads, neighbouring words) feeds 4 rows, the 4 groups share it through L1.
+// (neighbouring threads, neighbouring words) feeds 4 rows, the 4 groups share it through L1. Loads go LOADS at a
+// time into registers before their FMAs (constant loop bounds, indices clamped in bounds, x zero past the part):
+// one load per FMA step kept a thread waiting on L2 latency 64 times a block, the kernel's whole cost in decode.
 @compute @workgroup_size(RANKS * GROUPS)
 fn shrink(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let tile = wg.y + wg.z * nwg.y;
@@ -75,16 +79,17 @@ fn shrink(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let rowsG = groupRows(base, tiles[base + 1u], g);
   let start = split * p.chunk;
   let end = min(p.IN, start + p.chunk);
-  let col = a * p.IN * p.R + j;
+  let col = a * p.IN * p.R + min(j, p.R - 1u);
   let kk = lid % SHRINK_K;
   var acc = vec4f(0.0);
   for (var k0 = start; k0 < end; k0 += SHRINK_K) {
     let k = k0 + kk;
     xs[kk * GROUPS + g] = vec4f(xAt(rowsG.x, k, end), xAt(rowsG.y, k, end), xAt(rowsG.z, k, end), xAt(rowsG.w, k, end));
     workgroupBarrier();
-    if (j < r) {
-      let n = min(SHRINK_K, end - k0);
-      for (var i = 0u; i < n; i++) { acc += xs[i * GROUPS + g] * f32(A[col + (k0 + i) * p.R]); }
+    for (var i0 = 0u; i0 < SHRINK_K; i0 += LOADS) {
+      var av: array<f32, LOADS>;
+      for (var q = 0u; q < LOADS; q++) { av[q] = f32(A[col + min(k0 + i0 + q, end - 1u) * p.R]); }
+      for (var q = 0u; q < LOADS; q++) { acc += xs[(i0 + q) * GROUPS + g] * av[q]; }
     }
     workgroupBarrier();
   }
@@ -96,10 +101,18 @@ fn shrink(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (rowsG.w != NO_ROW) { u[(at + rowsG.w) * p.R + j] = acc.w; }
 }
 
-fn uSum(row: u32, j: u32) -> f32 {
-  if (row == NO_ROW) { return 0.0; }
-  var s = 0.0;
-  for (var sp = 0u; sp < p.splits; sp++) { s += u[(sp * p.T + row) * p.R + j]; }
+/** Σ_split u of the 4 rows at rank j (j < R), 4 parts at a time (16 loads in flight). A missing row (NO_ROW) reads row
+ * 0 instead: its lane is never written out. */
+fn uSum4(rows: vec4u, j: u32) -> vec4f {
+  let rs = select(rows, vec4u(0u), rows == vec4u(NO_ROW));
+  var s = vec4f(0.0);
+  for (var sp0 = 0u; sp0 < p.splits; sp0 += 4u) {
+    for (var q = 0u; q < 4u; q++) {
+      let at = min(sp0 + q, p.splits - 1u) * p.T;
+      let v = vec4f(u[(at + rs.x) * p.R + j], u[(at + rs.y) * p.R + j], u[(at + rs.z) * p.R + j], u[(at + rs.w) * p.R + j]);
+      s += select(vec4f(0.0), v, sp0 + q < p.splits);
+    }
+  }
   return s;
 }
 
@@ -107,12 +120,13 @@ fn addRow(row: u32, o: u32, v: f32) {
   if (row != NO_ROW) { y[row * p.OUT + o] += v; }
 }
 
-/** [j][group]: Σ_split u of the group's 4 rows at rank j of the staged block. */
+/** [j][group]: Σ_split u of the group's 4 rows at rank j of the staged block (0 past the adapter's rank). */
 var<workgroup> us: array<vec4f, RANKS * GROUPS>;
 
 // y[t, o] += scale[a] · (Σ_split u[split, t])·Bᵀ[a, :, o] for the tile's 16 rows: one thread per output column, 256
 // columns a workgroup, 4 vec4 accumulators (16 rows) a thread; each Bᵀ word loaded feeds the 16 rows. The parts of u
-// are summed once per workgroup, 64 ranks at a time, into workgroup memory.
+// are summed once per workgroup, 64 ranks at a time, into workgroup memory. Bᵀ loads go LOADS at a time, as in
+// shrink (ranks past the adapter's and columns past OUT read clamped indices; their u is 0 or their y unwritten).
 @compute @workgroup_size(EXPAND_COLS)
 fn expand(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let tile = wg.y + wg.z * nwg.y;
@@ -123,7 +137,7 @@ fn expand(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (r == 0u) { return; }
   let count = tiles[base + 1u];
   let o = wg.x * EXPAND_COLS + lid;
-  let col = a * p.R * p.OUT + o;
+  let col = a * p.R * p.OUT + min(o, p.OUT - 1u);
   let jl = lid % RANKS;
   let g = lid / RANKS;
   let rowsG = groupRows(base, count, g);
@@ -133,18 +147,17 @@ fn expand(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var acc3 = vec4f(0.0);
   for (var jb = 0u; jb < r; jb += RANKS) {
     let j = jb + jl;
-    var s = vec4f(0.0);
-    if (j < r) { s = vec4f(uSum(rowsG.x, j), uSum(rowsG.y, j), uSum(rowsG.z, j), uSum(rowsG.w, j)); }
-    us[jl * GROUPS + g] = s;
+    us[jl * GROUPS + g] = select(vec4f(0.0), uSum4(rowsG, min(j, p.R - 1u)), j < r);
     workgroupBarrier();
-    if (o < p.OUT) {
-      let n = min(RANKS, r - jb);
-      for (var i = 0u; i < n; i++) {
-        let b = f32(B[col + (jb + i) * p.OUT]);
-        acc0 += us[i * GROUPS] * b;
-        acc1 += us[i * GROUPS + 1u] * b;
-        acc2 += us[i * GROUPS + 2u] * b;
-        acc3 += us[i * GROUPS + 3u] * b;
+    for (var i0 = 0u; i0 < RANKS; i0 += LOADS) {
+      var bv: array<f32, LOADS>;
+      for (var q = 0u; q < LOADS; q++) { bv[q] = f32(B[col + min(jb + i0 + q, r - 1u) * p.OUT]); }
+      for (var q = 0u; q < LOADS; q++) {
+        let i = (i0 + q) * GROUPS;
+        acc0 += us[i] * bv[q];
+        acc1 += us[i + 1u] * bv[q];
+        acc2 += us[i + 2u] * bv[q];
+        acc3 += us[i + 3u] * bv[q];
       }
     }
     workgroupBarrier();
