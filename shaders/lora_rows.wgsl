@@ -63,7 +63,7 @@ var<workgroup> xs: array<vec4f, SHRINK_K * GROUPS>;
 // ranks, part of IN). Thread (j, g) keeps the 4 rows of group g in one vec4 accumulator; each Aᵀ word it loads
 // (neighbouring threads, neighbouring words) feeds 4 rows, the 4 groups share it through L1. Loads go LOADS at a
 // time into registers before their FMAs (constant loop bounds, indices clamped in bounds, x zero past the part):
-// one load per FMA step kept a thread waiting on L2 latency 64 times a block, the kernel's whole cost in decode.
+// one load per FMA step kept a thread waiting on L2 latency 64 times a block, most of the kernel's cost in decode.
 @compute @workgroup_size(RANKS * GROUPS)
 fn shrink(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {
   let tile = wg.y + wg.z * nwg.y;

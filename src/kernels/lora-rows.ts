@@ -39,26 +39,38 @@ export interface LoraRowTiles {
   T: number;
 }
 
-/** Tiles of the rows of a batch: rows[t] is row t's slot (NO_ADAPTER, or a slot past the n of the bank: none).
- * Rows keep their order within each adapter; adapters come in order of first appearance. */
-export function loraRowTiles(gpu: Gpu, rows: Uint32Array, n: number, label = 'lora_rows.tiles'): LoraRowTiles {
-  const bySlot = new Map<number, number[]>();
+/** A batch's rows grouped by adapter slot: the tiles and the bank's backward both start from it. */
+export interface RowsBySlot {
+  /** slot -> its rows in batch order; slots in order of first appearance */
+  slots: Map<number, Uint32Array>;
+  /** rows of the batch */
+  T: number;
+}
+
+/** Groups rows by slot: rows[t] is row t's slot (NO_ADAPTER, or a slot past the n of the bank: none). */
+export function rowsBySlot(rows: Uint32Array, n: number): RowsBySlot {
+  const lists = new Map<number, number[]>();
   rows.forEach((slot, t) => {
     if (slot === NO_ADAPTER || slot >= n) return;
-    let list = bySlot.get(slot);
-    if (!list) bySlot.set(slot, (list = []));
+    let list = lists.get(slot);
+    if (!list) lists.set(slot, (list = []));
     list.push(t);
   });
+  return { slots: new Map([...lists].map(([slot, list]) => [slot, Uint32Array.from(list)])), T: rows.length };
+}
+
+/** Tiles of the rows of a batch, each slot's rows in their order. */
+export function loraRowTiles(gpu: Gpu, grouped: RowsBySlot, label = 'lora_rows.tiles'): LoraRowTiles {
   const words: number[] = [];
-  for (const [slot, list] of bySlot) {
+  for (const [slot, list] of grouped.slots) {
     for (let i = 0; i < list.length; i += TILE_ROWS) {
-      const part = list.slice(i, i + TILE_ROWS);
+      const part = list.subarray(i, i + TILE_ROWS);
       words.push(slot, part.length, ...part, ...new Array<number>(TILE_ROWS - part.length).fill(NO_ADAPTER));
     }
   }
   const count = words.length / TILE_STRIDE;
   if (!count) words.push(...new Array<number>(TILE_STRIDE).fill(0));
-  return { tiles: gpu.upload(Uint32Array.from(words), [words.length], 'u32', label), count, T: rows.length };
+  return { tiles: gpu.upload(Uint32Array.from(words), [words.length], 'u32', label), count, T: grouped.T };
 }
 
 /** n adapters side by side, transposed (coalesced reads). Slot a holds adapter a's Aᵀ in A[a] [in, r] (columns

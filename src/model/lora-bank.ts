@@ -10,7 +10,7 @@
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { embedding, embeddingBackward } from '../kernels/embedding.ts';
-import { loraRows, loraRowTiles, type LoraRowsBank, NO_ADAPTER } from '../kernels/lora-rows.ts';
+import { loraRows, loraRowTiles, type LoraRowsBank, NO_ADAPTER, rowsBySlot } from '../kernels/lora-rows.ts';
 import { transposeInto } from '../kernels/transpose.ts';
 import { LINEAR_MODULES, type LinearModule, LoraError } from './adapter.ts';
 import type { AdapterSet, LinearShape, LoraAdapter, RowsTrainableAdapter } from './lora.ts';
@@ -142,8 +142,9 @@ export class LoraBank {
       if (i === undefined) slots.set(name, (i = this.slot(name)));
       return i;
     });
-    const groups: RowGroup[] = [...slots.values()].map((slot) => ({ slot, rows: Uint32Array.from(index.keys()).filter((t) => index[t] === slot), index: null }));
-    const rows = loraRowTiles(this.gpu, index, this.names.length, 'lora_bank.tiles');
+    const grouped = rowsBySlot(index, this.names.length);
+    const groups: RowGroup[] = [...grouped.slots].map(([slot, rows]) => ({ slot, rows, index: null }));
+    const rows = loraRowTiles(this.gpu, grouped, 'lora_bank.tiles');
     const checkRows = (what: string, module: LinearModule, t: Tensor) => {
       if (t.shape[0] !== T) throw new LoraError(`LoRA rows ${module}: ${what} ${t.label} has ${t.shape[0]} rows, the batch's adapters name ${T}`);
     };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
-import { loraRows, loraRowTiles, NO_ADAPTER } from '../../src/kernels/lora-rows.ts';
+import { loraRows, loraRowTiles, NO_ADAPTER, rowsBySlot } from '../../src/kernels/lora-rows.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randInts, randn, relError } from '../helpers/random.ts';
 import { loraRowsRef } from '../ref/lora-rows.ts';
@@ -71,7 +71,7 @@ describe('lora_rows', () => {
           scale: gpu.upload(scale, [n], 'f32', 'bank.scale'),
           rank: gpu.upload(rank, [n], 'u32', 'bank.rank'),
         };
-        loraRows(gpu, gpu.upload(x, [c.T, c.in], dtype, 'x'), ty, loraRowTiles(gpu, rows, n), bank);
+        loraRows(gpu, gpu.upload(x, [c.T, c.in], dtype, 'x'), ty, loraRowTiles(gpu, rowsBySlot(rows, n)), bank);
         const want = loraRowsRef(x, y, rows, A, B, scale, rank, d);
         const got = await gpu.readF32(ty);
         expect(relError(got, want)).toBeLessThan(1e-5);
@@ -96,10 +96,10 @@ describe('lora_rows', () => {
     };
     const x = gpu.upload(randn(3 * 8, 3), [3, 8], 'f32', 'x');
     const y = gpu.upload(randn(3 * 6, 4), [3, 6], 'f32', 'y');
-    const rows = loraRowTiles(gpu, Uint32Array.of(0, 1, NO_ADAPTER), 2, 'tiles');
+    const rows = loraRowTiles(gpu, rowsBySlot(Uint32Array.of(0, 1, NO_ADAPTER), 2), 'tiles');
     expect(() => loraRows(gpu, gpu.upload(randn(3 * 9, 5), [3, 9], 'f32', 'wide_x'), y, rows, bank)).toThrow(/bank.A/);
     expect(() => loraRows(gpu, x, gpu.upload(randn(3 * 7, 6), [3, 7], 'f32', 'wide_y'), rows, bank)).toThrow(/bank.B/);
-    expect(() => loraRows(gpu, x, y, loraRowTiles(gpu, Uint32Array.of(0, 1), 2, 'short_tiles'), bank)).toThrow(/short_tiles tiles a batch of 2 rows, x has 3/);
+    expect(() => loraRows(gpu, x, y, loraRowTiles(gpu, rowsBySlot(Uint32Array.of(0, 1), 2), 'short_tiles'), bank)).toThrow(/short_tiles tiles a batch of 2 rows, x has 3/);
     const floatTiles = { ...rows, tiles: gpu.upload(new Float32Array(2 * 18), [2 * 18], 'f32', 'float_tiles') };
     expect(() => loraRows(gpu, x, y, floatTiles, bank)).toThrow(/float_tiles is f32/);
     loraRows(gpu, x, y, rows, bank);
