@@ -17,7 +17,7 @@ import type { Tensor } from '../src/gpu/tensor.ts';
 import { cast, castBf16 } from '../src/kernels/cast.ts';
 import { add } from '../src/kernels/elementwise.ts';
 import { matmulVariant, matmulWith, type MatmulVariant } from '../src/kernels/matmul.ts';
-import { TC_TILES, type TcTileName, tensorCorePlan } from '../src/kernels/matmul-tc.ts';
+import { TC_TILES, type TcTileName, tensorCoreDirectPlan, tensorCorePlan } from '../src/kernels/matmul-tc.ts';
 import { reduceRows } from '../src/kernels/reduce.ts';
 import { softmax, softmaxBackward } from '../src/kernels/softmax.ts';
 import { transpose } from '../src/kernels/transpose.ts';
@@ -34,8 +34,8 @@ interface Case {
   /** FLOPs or bytes of one dispatch. */
   work: number;
   needsF16?: boolean;
-  /** Runs only where tensorCorePlan accepts the shape. */
-  tensorCores?: { M: number; N: number; K: number; transA: boolean; transB: boolean; tile?: TcTileName };
+  /** Runs only where tensorCorePlan (direct: tensorCoreDirectPlan) accepts the shape. */
+  tensorCores?: { M: number; N: number; K: number; transA: boolean; transB: boolean; tile?: TcTileName; direct?: boolean; splits?: number };
   /** Allocates inputs; returns one dispatch, the tensors to free afterwards, and optionally a check of the
    * result after one dispatch (an error message, or null). */
   setup(gpu: Gpu): { run(): void; tensors: Tensor[]; verify?(): Promise<string | null> };
@@ -89,15 +89,16 @@ function matmulCase(layout: Layout, M: number, N: number, K: number, w: 'f32' | 
   };
 }
 
-/** Tensor cores: rows matmul_tc[<tile>]_<f16|f16w>_[<layout>_]MxNxK (no tile: matmul's default for the shape). */
-function tcCase(layout: Layout, M: number, N: number, K: number, dt: 'f16' | 'f16w', tile?: TcTileName): Case {
+/** Tensor cores: rows matmul_tc[<tile>|_direct]_<f16|f16w>_[<layout>_]MxNxK (no tile: matmul's default for the
+ * shape; direct: matmul_tc_direct, f16w x·Wᵀ only). */
+function tcCase(layout: Layout, M: number, N: number, K: number, dt: 'f16' | 'f16w', tile?: TcTileName, direct = false, splits?: number): Case {
   const transA = layout === 'AtB';
   const transB = layout === 'xWt';
   return {
-    name: `matmul_tc${tile ?? ''}_${dt}_${layout === 'AB' ? '' : `${layout}_`}${M}x${N}x${K}`,
+    name: `matmul_tc${direct ? `_direct${splits ? `ks${splits}` : ''}` : (tile ?? '')}_${dt}_${layout === 'AB' ? '' : `${layout}_`}${M}x${N}x${K}`,
     unit: 'GFLOP/s',
     work: 2 * M * N * K,
-    tensorCores: { M, N, K, transA, transB, tile },
+    tensorCores: { M, N, K, transA, transB, tile, direct, splits },
     setup(gpu) {
       const a = randomTensor(gpu, transA ? [K, M] : [M, K], dt === 'f16' ? 'f16' : 'f32', 1, 'bench.a');
       const b = randomTensor(gpu, transB ? [N, K] : [K, N], 'f16', 2, 'bench.b');
@@ -116,8 +117,8 @@ function tcCase(layout: Layout, M: number, N: number, K: number, dt: 'f16' | 'f1
         const tolerance = dt === 'f16' ? 1e-5 : 2e-3;
         return worst < tolerance ? null : `worst sampled error ${worst.toExponential(2)} (relative to sqrt(K) + |y|), tolerance ${tolerance}`;
       };
-      const opts = { transA, transB, out, tcTile: tile, label: 'bench.matmul_tc' };
-      return { run: () => void matmulWith(gpu, 'tc', a, b, opts), tensors: [a, b, out], verify };
+      const opts = { transA, transB, out, tcTile: tile, tcSplits: splits, label: 'bench.matmul_tc' };
+      return { run: () => void matmulWith(gpu, direct ? 'tc_direct' : 'tc', a, b, opts), tensors: [a, b, out], verify };
     },
   };
 }
@@ -204,7 +205,8 @@ export function kernelCases(quick: boolean): Case[] {
     cases.push(matmulCase('xWt', 2048, 1024, 1024, 'f32', v));
   }
   for (const w of ['f32', 'f16'] as const) {
-    for (const M of [512, 2048, 8192]) for (const [N, K] of LINEARS) cases.push(matmulCase('xWt', M, N, K, w));
+    for (const M of [64, 256, 512, 2048, 8192]) for (const [N, K] of LINEARS) cases.push(matmulCase('xWt', M, N, K, w));
+    cases.push(matmulCase('xWt', 256, VOCAB, 1024, w));
     cases.push(matmulCase('xWt', 2048, VOCAB, 1024, w));
     for (const M of [1, 16]) {
       for (const [N, K] of LINEARS) cases.push(matmulCase('xWt', M, N, K, w));
@@ -224,6 +226,11 @@ export function kernelCases(quick: boolean): Case[] {
   }
   cases.push(tcCase('xWt', 4096, 4096, 4096, 'f16'), tcCase('xWt', 4096, 4096, 4096, 'f16w'));
   for (const M of [2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase('xWt', M, N, K, 'f16w'));
+  // tensor cores for batches of rows (decode, rollouts): matmul_tc_direct against the tiled kernel's default tile
+  for (const M of [64, 256, 512, 1024, 2048]) for (const [N, K] of LINEARS) cases.push(tcCase('xWt', M, N, K, 'f16w', undefined, true));
+  cases.push(tcCase('xWt', 256, VOCAB, 1024, 'f16w', undefined, true));
+  for (const ks of [1, 2, 4, 8]) for (const [N, K] of [[3072, 1024], [1024, 3072], [2048, 1024]]) cases.push(tcCase('xWt', 256, N!, K!, 'f16w', undefined, true, ks));
+  for (const [N, K] of LINEARS) cases.push(tcCase('xWt', 256, N, K, 'f16w'));
   // backward dx = dy·W over 8192 tokens (W [out, in] read as [K, N])
   cases.push(tcCase('AB', 8192, 1024, 3072, 'f16w'), tcCase('AB', 8192, 3072, 1024, 'f16w'), tcCase('AB', 8192, 1024, 2048, 'f16w'));
   return cases;
@@ -234,7 +241,8 @@ export async function benchKernels(gpu: Gpu, opts: { quick: boolean; filter?: st
   for (const c of kernelCases(opts.quick)) {
     if (opts.filter && !c.name.includes(opts.filter)) continue;
     if (c.needsF16 && !gpu.f16) continue;
-    if (c.tensorCores && typeof tensorCorePlan(gpu, c.tensorCores, c.tensorCores.tile) === 'string') continue;
+    const tc = c.tensorCores;
+    if (tc && typeof (tc.direct ? tensorCoreDirectPlan(gpu, tc, 'f32', 'f16', tc.splits) : tensorCorePlan(gpu, tc, tc.tile)) === 'string') continue;
     const { run, tensors, verify } = c.setup(gpu);
     try {
       if (verify) {

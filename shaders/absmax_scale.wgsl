@@ -5,11 +5,15 @@
 // then reaches the product as it would in f32).
 //   rows: x [R, L] row-major, one workgroup per row (rows past 65535 spill into the grid's y dimension).
 //   cols: x [L, R] (row i is column i), one thread per row reading down its column: coalesced across threads.
-struct Params { R: u32, L: u32, _p0: u32, _p1: u32 }
+//   rows_f16: as rows, and writes x·scale as f16 into xh [RP, L] (L even, two halves a word), rows R..RP-1 zeros
+//     with scale 1: the operand of shaders/matmul_tc_direct.wgsl, padded to whole tiles. pack2x16float keeps
+//     the scaled values (below 2^15) exact to f16 rounding; a row holding inf/NaN has no defined f16 image.
+struct Params { R: u32, L: u32, RP: u32, _p0: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> scale: array<f32>;
+@group(0) @binding(3) var<storage, read_write> xh: array<u32>;
 
 const TARGET_EXP = 15;
 
@@ -44,4 +48,27 @@ fn cols(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   var m = 0.0;
   for (var l = 0u; l < p.L; l++) { m = max(m, abs(x[l * p.R + i])); }
   scale[i] = scaleFor(m);
+}
+
+@compute @workgroup_size(64)
+fn rows_f16(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let row = wg.x + wg.y * nwg.x;
+  if (row >= p.RP) { return; }  // the whole workgroup leaves together: barriers stay uniform
+  let real = row < p.R;
+  var m = 0.0;
+  if (real) { for (var l = tid; l < p.L; l += 64u) { m = max(m, abs(x[row * p.L + l])); } }
+  part[tid] = m;
+  workgroupBarrier();
+  for (var s = 32u; s > 0u; s >>= 1u) {
+    if (tid < s) { part[tid] = max(part[tid], part[tid + s]); }
+    workgroupBarrier();
+  }
+  let sc = scaleFor(part[0]);
+  if (tid == 0u) { scale[row] = sc; }
+  let words = p.L / 2u;
+  for (var i = tid; i < words; i += 64u) {
+    var v = vec2f(0.0);
+    if (real) { v = vec2f(x[row * p.L + 2u * i], x[row * p.L + 2u * i + 1u]) * sc; }
+    xh[row * words + i] = pack2x16float(v);
+  }
 }

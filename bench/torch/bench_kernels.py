@@ -30,8 +30,9 @@ def names():
     """The full (non-quick) list of bench/kernels.ts kernelCases(false), without its per-variant rows."""
     out = ["matmul_f32_4096x4096x4096"]
     for w in ["f32", "f16w"]:
-        for m in [512, 2048, 8192]:
+        for m in [64, 256, 512, 2048, 8192]:
             out += [f"matmul_{w}_xWt_{m}x{n}x{k}" for n, k in LINEARS]
+        out.append(f"matmul_{w}_xWt_256x{VOCAB}x1024")
         out.append(f"matmul_{w}_xWt_2048x{VOCAB}x1024")
         for m in [1, 16]:
             out += [f"matmul_{w}_xWt_{m}x{n}x{k}" for n, k in LINEARS]

@@ -6,6 +6,10 @@
 // fixed subgroup size and an f16 x f16 -> f32 config; tensorCorePlan says why not otherwise, so callers
 // keep the f32 kernels. Versions 1 (fragments straight from storage) and 2 (32-deep slices, whole tiles
 // only) were measured in bench/RESULTS.md (3-7% of cuBLAS) and replaced by this one.
+// Batches of rows too few for 128-row tiles (decode, rollouts) take shaders/matmul_tc_direct.wgsl instead
+// (variant 'tc_direct'): x·Wᵀ with f16 W, x cast to f16 with its row scales first, fragments loaded straight
+// from storage, K split across a workgroup's subgroups.
+import type { DType } from '../gpu/dtype.ts';
 import type { BufferSlice, Gpu, SubgroupMatrixConfig } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { Uniforms, u32s } from '../gpu/uniforms.ts';
@@ -91,9 +95,7 @@ export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultT
   const subgroupSize = gpu.report.subgroups!.maxSize;
   const threads = t.wgm * t.wgn * subgroupSize;
   // The largest f16 -> f32 fragments whose depth divides the slice.
-  const config = gpu.report.subgroupMatrixConfigs
-    .filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && t.kt % c.K === 0)
-    .sort((x, y) => y.M * y.N * y.K - x.M * x.N * x.K)[0];
+  const config = largestConfig(gpu, t.kt);
   if (!config) return `no subgroup matrix config fits tile ${tile}`;
   const [bm, bn] = [t.wgm * FRAGS * config.M, t.wgn * FRAGS * config.N];
   // With vec4 loads each thread makes 1, 2, 4 or 8 of each slice (the shader's named registers).
@@ -105,6 +107,84 @@ export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultT
   const maxWg = gpu.limits.maxComputeWorkgroupsPerDimension;
   if (ceilDiv(s.N, bn) > maxWg || ceilDiv(s.M, bm) > maxWg) return `${s.M}x${s.N} needs more than ${maxWg} workgroups a dimension`;
   return { tile, config, subgroupSize, bm, bn };
+}
+
+/** The f16 x f16 -> f32 config with the most products per fragment. */
+function largestConfig(gpu: Gpu, depthDivides = 0): SubgroupMatrixConfig | undefined {
+  return gpu.report.subgroupMatrixConfigs
+    .filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && (depthDivides === 0 || depthDivides % c.K === 0))
+    .sort((x, y) => y.M * y.N * y.K - x.M * x.N * x.K)[0];
+}
+
+/** How x·Wᵀ runs on matmul_tc_direct. */
+export interface TcDirectPlan {
+  config: SubgroupMatrixConfig;
+  subgroupSize: number;
+  /** Subgroups of a workgroup, each over kPart of K for the same output tile. */
+  ks: number;
+  kPart: number;
+  /** Outputs per workgroup, and M padded to whole tiles (the rows of the f16 copy of x). */
+  bm: number;
+  bn: number;
+  mp: number;
+}
+
+/** Subgroups in flight that hide matmul_tc_direct's load latency on a big GPU (an H200: 132 SMs, about 8 each). */
+const DIRECT_SUBGROUPS = 1024;
+const DIRECT_MAX_KS = 8;
+/** The least depth a subgroup of matmul_tc_direct keeps (8 steps of 16). */
+const DIRECT_MIN_KPART = 128;
+
+/** How a x [M, K] f32 · W [N, K]ᵀ f16 product runs on matmul_tc_direct here, or the reason it cannot; `splits`
+ * fixes the subgroups a workgroup (1, 2, 4 or 8; default: by shape). */
+export function tensorCoreDirectPlan(gpu: Gpu, s: TcShape, da: DType, db: DType, splits?: number): TcDirectPlan | string {
+  const why = tensorCoreUnavailable(gpu);
+  if (why) return why;
+  if (s.transA || !s.transB) return 'direct tensor cores take x·Wᵀ only (a [M, K], b [N, K])';
+  if (da !== 'f32' || db !== 'f16') return `direct tensor cores take f32 x and f16 W, not ${da} and ${db}`;
+  const config = largestConfig(gpu)!;
+  const [bm, bn] = [FRAGS * config.M, FRAGS * config.N];
+  if (s.N % bn !== 0) return `N ${s.N} is not a multiple of ${bn}`;
+  if (s.K % config.K !== 0 || s.K % 2 !== 0) return `K ${s.K} is not a multiple of ${config.K} (and even)`;
+  const mp = ceilDiv(s.M, bm) * bm;
+  const tiles = (mp / bm) * (s.N / bn);
+  let ks = 1;
+  while (ks < DIRECT_MAX_KS && tiles * ks < DIRECT_SUBGROUPS && s.K % (2 * ks * config.K) === 0 && s.K / (2 * ks) >= DIRECT_MIN_KPART) ks *= 2;
+  if (splits !== undefined) {
+    if (![1, 2, 4, 8].includes(splits) || s.K % (splits * config.K) !== 0) return `K ${s.K} does not split into ${splits} parts of whole ${config.K}-deep steps`;
+    ks = splits;
+  }
+  const subgroupSize = gpu.report.subgroups!.maxSize;
+  if (ks * subgroupSize > gpu.limits.maxComputeInvocationsPerWorkgroup) return `${ks} subgroups of ${subgroupSize} exceed the workgroup's invocations`;
+  if (ks * config.M * config.N * 4 > gpu.limits.maxComputeWorkgroupStorageSize) return `${ks} fragments exceed the workgroup memory`;
+  const maxWg = gpu.limits.maxComputeWorkgroupsPerDimension;
+  if (s.N / bn > maxWg || mp / bm > maxWg) return `${s.M}x${s.N} needs more than ${maxWg} workgroups a dimension`;
+  return { config, subgroupSize, ks, kPart: s.K / ks, bm, bn, mp };
+}
+
+/** out = alpha·x·Wᵀ (+ out) on matmul_tc_direct; shapes already checked by matmul(). */
+export function dispatchTensorCoreDirect(gpu: Gpu, plan: TcDirectPlan, x: Tensor, w: Tensor, out: Tensor, s: TcShape, alpha: number, accumulate: boolean, label: string): void {
+  const x16 = gpu.tensor([plan.mp, s.K], 'f16', `${label}.x16`);
+  const scale = gpu.tensor([plan.mp], 'f32', `${label}.scale_x`);
+  gpu.dispatch({
+    shader: 'absmax_scale',
+    entry: 'rows_f16',
+    uniforms: u32s(s.M, s.K, plan.mp, 0),
+    bindings: [x, scale, x16],
+    workgroups: grid1d(plan.mp),
+    label: `${label}.x16`,
+  });
+  const { M: SM, N: SN, K: SK } = plan.config;
+  gpu.dispatch({
+    shader: 'matmul_tc_direct',
+    variant: { enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'], consts: { SM, SN, SK, SG: plan.subgroupSize, KS: plan.ks } },
+    uniforms: new Uniforms().u32(s.M).u32(s.N).u32(s.K).u32(accumulate ? 1 : 0).f32(alpha).u32(plan.kPart).u32(0).u32(0),
+    bindings: [x16, w, out, scale],
+    workgroups: [s.N / plan.bn, plan.mp / plan.bm],
+    label,
+  });
+  x16.release(); // later users of the buffers are ordered after these dispatches
+  scale.release();
 }
 
 /** A single 1.0: the scale of an operand that needs none. */

@@ -6,13 +6,15 @@
 // Both 64-tiles split along K (+ matmul_splitk to sum) when few output tiles face a long K (LoRA grads).
 //   tc             tensor cores (src/kernels/matmul-tc.ts), where the device has subgroup matrices: products
 //                  of at least 2048 rows that fill the GPU with 128x128 tiles; f16 inputs, f32 accumulation.
+//   tc_direct      tensor cores for fewer rows (17 to 2047: decode and rollout batches), x·Wᵀ with f16 W.
 // a and b are f32, or f16 storage when gpu.f16; accumulation and out are f32.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { Uniforms } from '../gpu/uniforms.ts';
 import { expectDtype, expectShape, ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
-import { dispatchTensorCore, type TcTileName, TensorCoreError, tensorCorePlan, tensorCoreUnavailable } from './matmul-tc.ts';
+import { dispatchTensorCore, dispatchTensorCoreDirect, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from './matmul-tc.ts';
+import type { DType } from '../gpu/dtype.ts';
 
 export interface MatmulOptions {
   transA?: boolean; // a is stored [K, M]
@@ -23,9 +25,11 @@ export interface MatmulOptions {
   label?: string;
   /** Tile of the tensor-core variant (default: by shape, defaultTcTile). */
   tcTile?: TcTileName;
+  /** Subgroups a workgroup of the tc_direct variant, each over a part of K (default: by shape). */
+  tcSplits?: number;
 }
 
-export type MatmulVariant = 'rows' | 'tile128' | 'tile64v' | 'tile64' | 'tc';
+export type MatmulVariant = 'rows' | 'tile128' | 'tile64v' | 'tile64' | 'tc' | 'tc_direct';
 
 export interface MatmulShape {
   M: number;
@@ -46,6 +50,9 @@ const TILE128_MIN_WORKGROUPS = 128;
  * LoRA gradients (few output tiles, long K) belong to split-K f32 tiles). */
 const TC_MIN_ROWS = 2048;
 const TC_MIN_TILES = 128;
+/** Fewer rows than this stay on the f32 tiles (H200, 2026-12-03: at 64 rows matmul_tc_direct ran 0.5-0.98x of
+ * them on the Qwen3-0.6B projections, at 256 rows 1.05-1.8x, lm_head 1.6x; at 512-1024 rows 1.7-3x). */
+const DIRECT_MIN_ROWS = 128;
 
 /** Split-K for the 64-tiles: below this many output tiles, a K of at least SPLIT_MIN_K is cut into slices. */
 const SPLIT_MAX_TILES = 64;
@@ -75,7 +82,21 @@ export function matmulSupports(v: MatmulVariant, s: MatmulShape): boolean {
     case 'tile64':
     case 'tc':
       return true;
+    case 'tc_direct':
+      return s.transB && !s.transA;
   }
+}
+
+/** Whether matmul's auto policy sends this product (of these operand types) to matmul_tc_direct on `gpu`. */
+export function prefersDirectTensorCores(gpu: Gpu, s: MatmulShape, dtypes?: OperandTypes): boolean {
+  if (!dtypes || s.M < DIRECT_MIN_ROWS || s.M >= TC_MIN_ROWS) return false;
+  return typeof tensorCoreDirectPlan(gpu, s, dtypes.a, dtypes.b) !== 'string';
+}
+
+/** Storage types of matmul's operands: some variants take only some. */
+export interface OperandTypes {
+  a: DType;
+  b: DType;
 }
 
 /** Whether matmul's auto policy sends this shape to tensor cores on `gpu`. */
@@ -99,11 +120,11 @@ export function matmulVariant(s: MatmulShape, swiftShader = false): MatmulVarian
  * cores: f32 FMA only), 'gpu' (the f32 choice as on a real GPU, so decode shapes run matmul_rows on the CPU
  * drivers too: what tests use to cover the GPU's decode kernel), or one variant wherever it can compute the
  * shape (by shape elsewhere). The default comes from TROUPE_MATMUL (auto, f32, gpu, rows, tile128, tile64v,
- * tile64, tc).
+ * tile64, tc, tc_direct).
  */
 export type MatmulPolicy = 'auto' | 'f32' | 'gpu' | MatmulVariant;
 
-const POLICIES: readonly MatmulPolicy[] = ['auto', 'f32', 'gpu', 'rows', 'tile128', 'tile64v', 'tile64', 'tc'];
+const POLICIES: readonly MatmulPolicy[] = ['auto', 'f32', 'gpu', 'rows', 'tile128', 'tile64v', 'tile64', 'tc', 'tc_direct'];
 const policies = new WeakMap<Gpu, MatmulPolicy>();
 
 /** TROUPE_MATMUL, read once (process.env is slow to read, and matmul asks on every call). */
@@ -129,14 +150,21 @@ export function matmulPolicy(gpu: Gpu): MatmulPolicy {
   return policies.get(gpu) ?? envPolicy();
 }
 
-/** The variant matmul() picks on `gpu` for `shape` under its policy. */
-export function pickMatmulVariant(gpu: Gpu, shape: MatmulShape): MatmulVariant {
+/** The variant matmul() picks on `gpu` for `shape` under its policy (tc_direct only when the operand types are given). */
+export function pickMatmulVariant(gpu: Gpu, shape: MatmulShape, dtypes?: OperandTypes): MatmulVariant {
   const policy = matmulPolicy(gpu);
   const swiftShader = gpu.report.cpuDriver === 'SwiftShader';
-  if (policy === 'auto') return prefersTensorCores(gpu, shape) ? 'tc' : matmulVariant(shape, swiftShader);
+  if (policy === 'auto') {
+    if (prefersTensorCores(gpu, shape)) return 'tc';
+    return prefersDirectTensorCores(gpu, shape, dtypes) ? 'tc_direct' : matmulVariant(shape, swiftShader);
+  }
   if (policy === 'f32') return matmulVariant(shape, swiftShader);
   if (policy === 'gpu') return matmulVariant(shape, false);
   if (policy === 'tc') return tensorCoreUnavailable(gpu) ? matmulVariant(shape, swiftShader) : 'tc';
+  if (policy === 'tc_direct') {
+    const fits = dtypes && typeof tensorCoreDirectPlan(gpu, shape, dtypes.a, dtypes.b) !== 'string';
+    return fits ? 'tc_direct' : matmulVariant(shape, swiftShader);
+  }
   return matmulSupports(policy, shape) ? policy : matmulVariant(shape, swiftShader);
 }
 
@@ -238,7 +266,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   if (out.buffer === a.buffer || out.buffer === b.buffer) throw new ShapeError(`${name}: ${out.label} aliases an input`);
 
   const shape = { M, N, K, transA, transB };
-  const v = variant ?? pickMatmulVariant(gpu, shape);
+  const v = variant ?? pickMatmulVariant(gpu, shape, { a: a.dtype, b: b.dtype });
   if (!matmulSupports(v, shape)) throw new ShapeError(`${name}: variant ${v} cannot compute ${M}x${N}x${K} (transA ${transA}, transB ${transB})`);
   const dispatch = (target: Tensor, uniforms: Uniforms, workgroups: readonly [number, number?, number?]) =>
     gpu.dispatch({
@@ -257,6 +285,10 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
     const plan = tensorCorePlan(gpu, shape, opts.tcTile);
     if (typeof plan === 'string') throw new TensorCoreError(`${name}: cannot run ${M}x${N}x${K} on tensor cores here: ${plan}`);
     dispatchTensorCore(gpu, plan, a, b, out, shape, alpha, accumulate, name);
+  } else if (v === 'tc_direct') {
+    const plan = tensorCoreDirectPlan(gpu, shape, a.dtype, b.dtype, opts.tcSplits);
+    if (typeof plan === 'string') throw new TensorCoreError(`${name}: cannot run ${M}x${N}x${K} on direct tensor cores here: ${plan}`);
+    dispatchTensorCoreDirect(gpu, plan, a, b, out, shape, alpha, accumulate, name);
   } else if (v === 'rows') {
     dispatch(out, params(accumulate, alpha, 0), [ceilDiv(N, ROWS_COLS_PER_WORKGROUP)]);
   } else if (v === 'tile128') {

@@ -29,6 +29,43 @@ function standIn(source: string): string {
     .replace(/(@compute @workgroup_size)/, `${STANDINS}\n$1`);
 }
 
+const DIRECT_STANDINS = `
+alias Fragment = vec4f;
+fn loadFragmentX(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(x[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
+fn loadFragmentW(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(w[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
+fn multiplyAccumulate(l: Fragment, r: Fragment, c: Fragment) -> Fragment { return l * r + c; }
+fn storeFragment(offset: u32, v: Fragment, colMajor: bool, stride: u32) { tileC[offset + stride + select(0u, 1u, colMajor)] = v.x; }
+`;
+
+/** matmul_tc_direct with the same stand-ins (its fragments come from the storage arrays x and w). */
+function directStandIn(source: string): string {
+  return source
+    .replace(/alias (Left|Right|Acc) = subgroup_matrix_\w+<[^>]*>;/g, 'alias $1 = Fragment;')
+    .replace(/subgroupMatrixLoad<Left>\(&x, /g, 'loadFragmentX(')
+    .replace(/subgroupMatrixLoad<Right>\(&w, /g, 'loadFragmentW(')
+    .replace(/subgroupMatrixMultiplyAccumulate\(/g, 'multiplyAccumulate(')
+    .replace(/subgroupMatrixStore\(&tileC, /g, 'storeFragment(')
+    .replace(/@builtin\(subgroup_id\) sid: u32,/, '@builtin(local_invocation_id) lidv: vec3u,')
+    .replace(/(fn main\([\s\S]*?\)\s*\{)/, '$1\n  let sid = lidv.x / SG;')
+    .replace(/(@compute @workgroup_size)/, `${DIRECT_STANDINS}\n$1`);
+}
+
+describe('matmul_tc_direct compiles', () => {
+  for (const ks of [1, 8]) {
+    it(`${ks} subgroups a workgroup`, async () => {
+      const gpu = await testGpu();
+      const header = variantHeader({ enables: gpu.f16 ? ['f16'] : [], consts: { SM: 16, SN: 16, SK: 16, SG: 32, KS: ks } });
+      let code = header + directStandIn(SHADERS.matmul_tc_direct!);
+      if (!gpu.f16) code = code.replace(/\bf16\b/g, 'f32');
+      expect(code).not.toMatch(/subgroup_matrix|subgroupMatrix/);
+      const module = gpu.device.createShaderModule({ code });
+      const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
+      expect(errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`)).toEqual([]);
+      await gpu.device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+    });
+  }
+});
+
 describe('matmul_tc_tiled compiles', () => {
   for (const [transA, transB] of [[false, true], [false, false], [true, false], [true, true]] as const) {
     for (const t of ['f32', 'f16'] as const) {

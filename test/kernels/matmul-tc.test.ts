@@ -7,7 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
 import { matmulWith, pickMatmulVariant, setMatmulPolicy } from '../../src/kernels/matmul.ts';
-import { absmaxScales, TC_TILES, type TcTileName, TensorCoreError, tensorCorePlan, tensorCoreUnavailable } from '../../src/kernels/matmul-tc.ts';
+import { absmaxScales, TC_TILES, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from '../../src/kernels/matmul-tc.ts';
+import { u32s } from '../../src/gpu/uniforms.ts';
+import { f16BitsToF32 } from '../../src/gpu/dtype.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { matmulRef } from '../ref/matmul.ts';
@@ -68,6 +70,49 @@ describe('matmul tc', () => {
     });
   }
 
+  // matmul_tc_direct: x·Wᵀ with f16 W for batches of rows; odd M (padding rows), K split across 1-8 subgroups
+  // (K 64 keeps one; 1024 rows x 4096 columns fill the GPU without a split), alpha and accumulation.
+  const DIRECT: [number, number, number][] = [[17, 64, 64], [100, 192, 1024], [256, 3072, 1024], [200, 1024, 3072], [1000, 4096, 528], [1, 128, 256]];
+  for (const [M, N, K] of DIRECT) {
+    const plan = tensorCoreDirectPlan(gpu, { M, N, K, transA: false, transB: true }, 'f32', 'f16');
+    it.skipIf(typeof plan === 'string')(`direct ${M}x${N}x${K} (${typeof plan === 'string' ? plan : `${plan.ks} subgroups over K`}) equals the CPU reference of its f16 inputs, then alpha and accumulate`, async () => {
+      const a = randn(M * K, M + N, 3);
+      for (let i = 0; i < M; i += 7) for (let k = 0; k < K; k++) a[i * K + k]! *= 1e-6; // rows whose f16 copy needs the scale
+      const b = roundF16(randn(N * K, K + 1));
+      const ta = gpu.upload(a, [M, K], 'f32', 'x');
+      const tb = gpu.upload(b, [N, K], 'f16', 'w');
+      const a16 = tcOperandRef(a, M, K, false, true);
+      const out = matmulWith(gpu, 'tc_direct', ta, tb, { transB: true });
+      expect(relError(await gpu.readF32(out), matmulRef(a16, b, M, N, K, { transB: true }))).toBeLessThan(1e-5);
+      const init = randn(M * N, 9, 0.1);
+      gpu.write(out, init);
+      matmulWith(gpu, 'tc_direct', ta, tb, { transB: true, alpha: 0.25, accumulate: true, out });
+      expect(relError(await gpu.readF32(out), matmulRef(a16, b, M, N, K, { transB: true, alpha: 0.25, init }))).toBeLessThan(1e-5);
+      for (const t of [ta, tb, out]) t.release();
+    });
+  }
+
+  it('absmax_scale rows_f16 writes x times its row scale as f16, padding rows zero with scale 1', async () => {
+    const [R, L, RP] = [13, 38, 16];
+    const x = randn(R * L, 11);
+    for (let i = 0; i < R; i++) for (let l = 0; l < L; l++) x[i * L + l]! *= 10 ** (i % 9 - 6);
+    for (let l = 0; l < L; l++) x[4 * L + l] = 0;
+    const tx = gpu.upload(x, [R, L], 'f32', 'x');
+    const scale = gpu.tensor([RP], 'f32', 'scale');
+    const words = gpu.tensor([(RP * L) / 2], 'u32', 'x16');
+    gpu.dispatch({ shader: 'absmax_scale', entry: 'rows_f16', uniforms: u32s(R, L, RP, 0), bindings: [tx, scale, words], workgroups: [RP], label: 'rows_f16' });
+    const got = await gpu.readF32(scale);
+    const want = absmaxScalesRef(x, R, L, false);
+    expect(Array.from(got.subarray(0, R))).toEqual(Array.from(want));
+    expect(Array.from(got.subarray(R))).toEqual([1, 1, 1]);
+    const bits = (await gpu.read(words)) as Uint32Array;
+    const halves = new Float32Array(RP * L).map((_, j) => f16BitsToF32((bits[j >> 1]! >> ((j & 1) * 16)) & 0xffff));
+    const scaled = new Float32Array(R * L).map((_, j) => x[j]! * want[Math.floor(j / L)]!);
+    expect(Array.from(halves.subarray(0, R * L))).toEqual(Array.from(roundF16(scaled)));
+    expect(halves.subarray(R * L).every((v) => v === 0)).toBe(true);
+    for (const t of [tx, scale, words]) t.release();
+  });
+
   it('absmax_scale brings each row maximum into [2^14, 2^15), rows and strided, zeros and inf left at 1', async () => {
     const [R, L] = [37, 53];
     const x = randn(R * L, 5);
@@ -111,5 +156,10 @@ describe('matmul tc', () => {
     expect(pickMatmulVariant(gpu, { M: 8192, N: 1024, K: 1024, transA: false, transB: true })).toBe('tc');
     expect(pickMatmulVariant(gpu, { M: 8, N: 1024, K: 1024, transA: false, transB: true })).not.toBe('tc');
     expect(pickMatmulVariant(gpu, { M: 64, N: 1024, K: 8192, transA: true, transB: false })).not.toBe('tc');
+    const rows = { M: 256, N: 3072, K: 1024, transA: false, transB: true };
+    expect(pickMatmulVariant(gpu, rows, { a: 'f32', b: 'f16' })).toBe('tc_direct');
+    expect(pickMatmulVariant(gpu, rows, { a: 'f32', b: 'f32' })).not.toBe('tc_direct');
+    expect(pickMatmulVariant(gpu, { ...rows, M: 16 }, { a: 'f32', b: 'f16' })).toBe('rows');
+    expect(pickMatmulVariant(gpu, { ...rows, M: 64 }, { a: 'f32', b: 'f16' })).not.toBe('tc_direct');
   });
 });

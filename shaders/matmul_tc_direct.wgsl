@@ -1,0 +1,157 @@
+// out[M, N] = alpha·x·Wᵀ (+ out) on tensor cores for batches of rows too few for matmul_tc_tiled's 128-row tiles
+// (decode and rollout batches of 17 to 2047 rows; src/kernels/matmul-tc.ts, variant 'tc_direct'):
+// - x arrives as f16 [MP, K]: the f32 activations times a power-of-two scale per row, MP = M padded with zero
+//   rows to whole 64-row tiles (shaders/absmax_scale.wgsl rows_f16); W is f16 [N, K] (nn.Linear weights) with N
+//   a multiple of a subgroup's 4·SN columns and K of SK. So every fragment is loaded straight from storage, in
+//   bounds, with no staging in workgroup memory and no barrier in the K loop.
+// - Few rows make few output tiles (256 rows x 3072 columns: 192 of 64x64), too few subgroups to hide the loads'
+//   latency. So the KS subgroups of a workgroup share one 64x64 tile, each over its p.kPart of K, and the epilogue
+//   sums their partial products through workgroup memory, one fragment at a time.
+// - The next step's 8 fragments are loaded before the current step's 16 products.
+// - Each subgroup holds its 4 x 4 fragments in sixteen named accumulators (an array of them would live in local
+//   memory on the H200: bench/RESULTS.md, tensor-core matmul version 3).
+// Variant consts: SM, SN, SK (the subgroup matrix config), SG (subgroup size), KS (subgroups a workgroup).
+struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, kPart: u32, _p0: u32, _p1: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f16>;
+@group(0) @binding(2) var<storage, read> w: array<f16>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read> scaleX: array<f32>;
+
+alias Left = subgroup_matrix_left<f16, SK, SM>;
+alias Right = subgroup_matrix_right<f16, SN, SK>;
+alias Acc = subgroup_matrix_result<f32, SN, SM>;
+
+const BM = 4u * SM;  // rows of out per workgroup
+const BN = 4u * SN;  // columns of out per workgroup
+const THREADS = KS * SG;
+const FRAG = SM * SN;
+
+// One fragment of each subgroup's partial product, side by side.
+var<workgroup> tileC: array<f32, KS * FRAG>;
+
+// Sums the fragment each subgroup just stored in tileC and writes it to out at (row, col), element by element
+// (rows past M are padding: never written).
+fn emit(row: u32, col: u32, lid: u32) {
+  workgroupBarrier();
+  for (var e = lid; e < FRAG; e += THREADS) {
+    var v = 0.0;
+    for (var s = 0u; s < KS; s++) { v += tileC[s * FRAG + e]; }
+    let r = row + e / SN;
+    if (r < p.M) {
+      let o = r * p.N + col + e % SN;
+      var y = v / scaleX[r] * p.alpha;
+      if (p.accumulate != 0u) { y = y + out[o]; }
+      out[o] = y;
+    }
+  }
+  workgroupBarrier();  // before the next fragment overwrites tileC
+}
+
+@compute @workgroup_size(THREADS)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @builtin(local_invocation_index) lid: u32) {
+  let row0 = wid.y * BM;
+  let col0 = wid.x * BN;
+  let kBegin = sid * p.kPart;  // the host makes kPart a multiple of SK and KS·kPart = K
+  let kLast = kBegin + p.kPart - SK;
+  let xa = row0 * p.K;
+  let wb = col0 * p.K;
+  let xs = SM * p.K;  // between fragment rows of x
+  let ws = SN * p.K;  // between fragment columns of W
+
+  var c00 = Acc();
+  var c01 = Acc();
+  var c02 = Acc();
+  var c03 = Acc();
+  var c10 = Acc();
+  var c11 = Acc();
+  var c12 = Acc();
+  var c13 = Acc();
+  var c20 = Acc();
+  var c21 = Acc();
+  var c22 = Acc();
+  var c23 = Acc();
+  var c30 = Acc();
+  var c31 = Acc();
+  var c32 = Acc();
+  var c33 = Acc();
+
+  var a0 = subgroupMatrixLoad<Left>(&x, xa + kBegin, false, p.K);
+  var a1 = subgroupMatrixLoad<Left>(&x, xa + xs + kBegin, false, p.K);
+  var a2 = subgroupMatrixLoad<Left>(&x, xa + 2u * xs + kBegin, false, p.K);
+  var a3 = subgroupMatrixLoad<Left>(&x, xa + 3u * xs + kBegin, false, p.K);
+  var b0 = subgroupMatrixLoad<Right>(&w, wb + kBegin, true, p.K);
+  var b1 = subgroupMatrixLoad<Right>(&w, wb + ws + kBegin, true, p.K);
+  var b2 = subgroupMatrixLoad<Right>(&w, wb + 2u * ws + kBegin, true, p.K);
+  var b3 = subgroupMatrixLoad<Right>(&w, wb + 3u * ws + kBegin, true, p.K);
+  for (var k = kBegin; k <= kLast; k += SK) {
+    let kn = min(k + SK, kLast);  // the last step loads its own fragments again: in bounds, unused
+    let na0 = subgroupMatrixLoad<Left>(&x, xa + kn, false, p.K);
+    let na1 = subgroupMatrixLoad<Left>(&x, xa + xs + kn, false, p.K);
+    let na2 = subgroupMatrixLoad<Left>(&x, xa + 2u * xs + kn, false, p.K);
+    let na3 = subgroupMatrixLoad<Left>(&x, xa + 3u * xs + kn, false, p.K);
+    let nb0 = subgroupMatrixLoad<Right>(&w, wb + kn, true, p.K);
+    let nb1 = subgroupMatrixLoad<Right>(&w, wb + ws + kn, true, p.K);
+    let nb2 = subgroupMatrixLoad<Right>(&w, wb + 2u * ws + kn, true, p.K);
+    let nb3 = subgroupMatrixLoad<Right>(&w, wb + 3u * ws + kn, true, p.K);
+    c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
+    c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
+    c20 = subgroupMatrixMultiplyAccumulate(a2, b0, c20);
+    c30 = subgroupMatrixMultiplyAccumulate(a3, b0, c30);
+    c01 = subgroupMatrixMultiplyAccumulate(a0, b1, c01);
+    c11 = subgroupMatrixMultiplyAccumulate(a1, b1, c11);
+    c21 = subgroupMatrixMultiplyAccumulate(a2, b1, c21);
+    c31 = subgroupMatrixMultiplyAccumulate(a3, b1, c31);
+    c02 = subgroupMatrixMultiplyAccumulate(a0, b2, c02);
+    c12 = subgroupMatrixMultiplyAccumulate(a1, b2, c12);
+    c22 = subgroupMatrixMultiplyAccumulate(a2, b2, c22);
+    c32 = subgroupMatrixMultiplyAccumulate(a3, b2, c32);
+    c03 = subgroupMatrixMultiplyAccumulate(a0, b3, c03);
+    c13 = subgroupMatrixMultiplyAccumulate(a1, b3, c13);
+    c23 = subgroupMatrixMultiplyAccumulate(a2, b3, c23);
+    c33 = subgroupMatrixMultiplyAccumulate(a3, b3, c33);
+    a0 = na0;
+    a1 = na1;
+    a2 = na2;
+    a3 = na3;
+    b0 = nb0;
+    b1 = nb1;
+    b2 = nb2;
+    b3 = nb3;
+  }
+
+  let mine = sid * FRAG;
+  subgroupMatrixStore(&tileC, mine, c00, false, SN);
+  emit(row0, col0, lid);
+  subgroupMatrixStore(&tileC, mine, c01, false, SN);
+  emit(row0, col0 + SN, lid);
+  subgroupMatrixStore(&tileC, mine, c02, false, SN);
+  emit(row0, col0 + 2u * SN, lid);
+  subgroupMatrixStore(&tileC, mine, c03, false, SN);
+  emit(row0, col0 + 3u * SN, lid);
+  subgroupMatrixStore(&tileC, mine, c10, false, SN);
+  emit(row0 + SM, col0, lid);
+  subgroupMatrixStore(&tileC, mine, c11, false, SN);
+  emit(row0 + SM, col0 + SN, lid);
+  subgroupMatrixStore(&tileC, mine, c12, false, SN);
+  emit(row0 + SM, col0 + 2u * SN, lid);
+  subgroupMatrixStore(&tileC, mine, c13, false, SN);
+  emit(row0 + SM, col0 + 3u * SN, lid);
+  subgroupMatrixStore(&tileC, mine, c20, false, SN);
+  emit(row0 + 2u * SM, col0, lid);
+  subgroupMatrixStore(&tileC, mine, c21, false, SN);
+  emit(row0 + 2u * SM, col0 + SN, lid);
+  subgroupMatrixStore(&tileC, mine, c22, false, SN);
+  emit(row0 + 2u * SM, col0 + 2u * SN, lid);
+  subgroupMatrixStore(&tileC, mine, c23, false, SN);
+  emit(row0 + 2u * SM, col0 + 3u * SN, lid);
+  subgroupMatrixStore(&tileC, mine, c30, false, SN);
+  emit(row0 + 3u * SM, col0, lid);
+  subgroupMatrixStore(&tileC, mine, c31, false, SN);
+  emit(row0 + 3u * SM, col0 + SN, lid);
+  subgroupMatrixStore(&tileC, mine, c32, false, SN);
+  emit(row0 + 3u * SM, col0 + 2u * SN, lid);
+  subgroupMatrixStore(&tileC, mine, c33, false, SN);
+  emit(row0 + 3u * SM, col0 + 3u * SN, lid);
+}
