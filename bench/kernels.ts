@@ -227,7 +227,7 @@ export function kernelCases(quick: boolean): Case[] {
   cases.push(tcCase('xWt', 4096, 4096, 4096, 'f16'), tcCase('xWt', 4096, 4096, 4096, 'f16w'));
   for (const M of [2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase('xWt', M, N, K, 'f16w'));
   // tensor cores for batches of rows (decode, rollouts): matmul_tc_direct against the tiled kernel's default tile
-  for (const M of [64, 256, 512, 1024, 2048]) for (const [N, K] of LINEARS) cases.push(tcCase('xWt', M, N, K, 'f16w', undefined, true));
+  for (const M of [64, 256, 512, 1024, 2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase('xWt', M, N, K, 'f16w', undefined, true));
   cases.push(tcCase('xWt', 256, VOCAB, 1024, 'f16w', undefined, true));
   for (const ks of [1, 2, 4, 8]) for (const [N, K] of [[3072, 1024], [1024, 3072], [2048, 1024]]) cases.push(tcCase('xWt', 256, N!, K!, 'f16w', undefined, true, ks));
   for (const [N, K] of LINEARS) cases.push(tcCase('xWt', 256, N, K, 'f16w'));

@@ -119,7 +119,7 @@ export function matmulVariant(s: MatmulShape, swiftShader = false): MatmulVarian
  * the product is large; matmul_rows skipped on SwiftShader, see matmulVariant), 'f32' (auto without tensor
  * cores: f32 FMA only), 'gpu' (the f32 choice as on a real GPU, so decode shapes run matmul_rows on the CPU
  * drivers too: what tests use to cover the GPU's decode kernel), or one variant wherever it can compute the
- * shape (by shape elsewhere). The default comes from TROUPE_MATMUL (auto, f32, gpu, rows, tile128, tile64v,
+ * shape (by shape elsewhere; 'tc_direct' leaves what it cannot take to auto's choice). The default comes from TROUPE_MATMUL (auto, f32, gpu, rows, tile128, tile64v,
  * tile64, tc, tc_direct).
  */
 export type MatmulPolicy = 'auto' | 'f32' | 'gpu' | MatmulVariant;
@@ -162,8 +162,8 @@ export function pickMatmulVariant(gpu: Gpu, shape: MatmulShape, dtypes?: Operand
   if (policy === 'gpu') return matmulVariant(shape, false);
   if (policy === 'tc') return tensorCoreUnavailable(gpu) ? matmulVariant(shape, swiftShader) : 'tc';
   if (policy === 'tc_direct') {
-    const fits = dtypes && typeof tensorCoreDirectPlan(gpu, shape, dtypes.a, dtypes.b) !== 'string';
-    return fits ? 'tc_direct' : matmulVariant(shape, swiftShader);
+    if (dtypes && typeof tensorCoreDirectPlan(gpu, shape, dtypes.a, dtypes.b) !== 'string') return 'tc_direct';
+    return prefersTensorCores(gpu, shape) ? 'tc' : matmulVariant(shape, swiftShader);
   }
   return matmulSupports(policy, shape) ? policy : matmulVariant(shape, swiftShader);
 }

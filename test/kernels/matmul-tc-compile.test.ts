@@ -1,6 +1,6 @@
-// The tensor-core shader compiles here too, with its subgroup-matrix types and builtins replaced by plain
+// The tensor-core shaders compile here too, with its subgroup-matrix types and builtins replaced by plain
 // stand-ins: the CPU drivers have no subgroup matrices, so without this a typo in shaders/matmul_tc_tiled.wgsl
-// would surface only on a GPU machine. It checks the WGSL around the matrix calls (syntax, types, the
+// or matmul_tc_direct.wgsl would surface only on a GPU machine. It checks the WGSL around the matrix calls (syntax, types, the
 // uniformity of barriers), for every layout and both operand types; the products themselves are checked on a
 // GPU with the feature (matmul-tc.test.ts, troupe doctor).
 import { describe, expect, it } from 'vitest';
@@ -8,46 +8,27 @@ import { variantHeader } from '../../src/gpu/gpu.ts';
 import { SHADERS } from '../../src/generated/shaders.ts';
 import { testGpu } from '../helpers/gpu.ts';
 
-const STANDINS = `
+/** Stand-ins for the matrix builtins; fragments load from the arrays `left` and `right` (workgroup or storage). */
+const standIns = (left: string, right: string) => `
 alias Fragment = vec4f;
-fn loadFragmentA(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(tileA[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
-fn loadFragmentB(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(tileB[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
+fn loadFragmentA(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(${left}[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
+fn loadFragmentB(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(${right}[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
 fn multiplyAccumulate(l: Fragment, r: Fragment, c: Fragment) -> Fragment { return l * r + c; }
 fn storeFragment(offset: u32, v: Fragment, colMajor: bool, stride: u32) { tileC[offset + stride + select(0u, 1u, colMajor)] = v.x; }
 `;
 
-/** The shader with subgroup matrices replaced by vec4f stand-ins (and subgroup_id by the invocation index / SG). */
-function standIn(source: string): string {
+/** The shader with subgroup matrices replaced by vec4f stand-ins (and subgroup_id, subgroup_invocation_id by the
+ * invocation index / SG, % SG); `left`, `right`: the arrays its fragments load from. */
+function standIn(source: string, left = 'tileA', right = 'tileB'): string {
   return source
     .replace(/alias (Left|Right|Acc) = subgroup_matrix_\w+<[^>]*>;/g, 'alias $1 = Fragment;')
-    .replace(/subgroupMatrixLoad<Left>\(&tileA, /g, 'loadFragmentA(')
-    .replace(/subgroupMatrixLoad<Right>\(&tileB, /g, 'loadFragmentB(')
+    .replace(new RegExp(`subgroupMatrixLoad<Left>\\(&${left}, `, 'g'), 'loadFragmentA(')
+    .replace(new RegExp(`subgroupMatrixLoad<Right>\\(&${right}, `, 'g'), 'loadFragmentB(')
     .replace(/subgroupMatrixMultiplyAccumulate\(/g, 'multiplyAccumulate(')
     .replace(/subgroupMatrixStore\(&tileC, /g, 'storeFragment(')
-    .replace(/@builtin\(subgroup_id\) sid: u32, @builtin\(subgroup_invocation_id\) lane: u32,/, '@builtin(local_invocation_id) lidv: vec3u,')
+    .replace(/@builtin\(subgroup_id\) sid: u32,( @builtin\(subgroup_invocation_id\) lane: u32,)?/, '@builtin(local_invocation_id) lidv: vec3u,')
     .replace(/(fn main\([\s\S]*?\)\s*\{)/, '$1\n  let sid = lidv.x / SG;\n  let lane = lidv.x % SG;')
-    .replace(/(@compute @workgroup_size)/, `${STANDINS}\n$1`);
-}
-
-const DIRECT_STANDINS = `
-alias Fragment = vec4f;
-fn loadFragmentX(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(x[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
-fn loadFragmentW(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(w[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
-fn multiplyAccumulate(l: Fragment, r: Fragment, c: Fragment) -> Fragment { return l * r + c; }
-fn storeFragment(offset: u32, v: Fragment, colMajor: bool, stride: u32) { tileC[offset + stride + select(0u, 1u, colMajor)] = v.x; }
-`;
-
-/** matmul_tc_direct with the same stand-ins (its fragments come from the storage arrays x and w). */
-function directStandIn(source: string): string {
-  return source
-    .replace(/alias (Left|Right|Acc) = subgroup_matrix_\w+<[^>]*>;/g, 'alias $1 = Fragment;')
-    .replace(/subgroupMatrixLoad<Left>\(&x, /g, 'loadFragmentX(')
-    .replace(/subgroupMatrixLoad<Right>\(&w, /g, 'loadFragmentW(')
-    .replace(/subgroupMatrixMultiplyAccumulate\(/g, 'multiplyAccumulate(')
-    .replace(/subgroupMatrixStore\(&tileC, /g, 'storeFragment(')
-    .replace(/@builtin\(subgroup_id\) sid: u32,/, '@builtin(local_invocation_id) lidv: vec3u,')
-    .replace(/(fn main\([\s\S]*?\)\s*\{)/, '$1\n  let sid = lidv.x / SG;')
-    .replace(/(@compute @workgroup_size)/, `${DIRECT_STANDINS}\n$1`);
+    .replace(/(@compute @workgroup_size)/, `${standIns(left, right)}\n$1`);
 }
 
 describe('matmul_tc_direct compiles', () => {
@@ -55,7 +36,7 @@ describe('matmul_tc_direct compiles', () => {
     it(`${ks} subgroups a workgroup`, async () => {
       const gpu = await testGpu();
       const header = variantHeader({ enables: gpu.f16 ? ['f16'] : [], consts: { SM: 16, SN: 16, SK: 16, SG: 32, KS: ks } });
-      let code = header + directStandIn(SHADERS.matmul_tc_direct!);
+      let code = header + standIn(SHADERS.matmul_tc_direct!, 'x', 'w');
       if (!gpu.f16) code = code.replace(/\bf16\b/g, 'f32');
       expect(code).not.toMatch(/subgroup_matrix|subgroupMatrix/);
       const module = gpu.device.createShaderModule({ code });
