@@ -16,7 +16,7 @@ export interface StepShape {
   tokens: number;
   /** Sequences in the batch (default 1). */
   sequences?: number;
-  /** Rows of logits at a time (default 128; backward.ts's defaultChunkRows picks 2048 where tensor cores take lm_head). */
+  /** Rows of logits at a time (default 128; backward.ts's defaultChunkRows picks 2048 on tensor cores and headless GPUs). */
   chunkRows?: number;
   /** LoRA rank on the targets (default all seven modules); 0 for none. */
   loraRank?: number;
