@@ -1,5 +1,6 @@
 // out[M, N] = alpha·x·Wᵀ (+ out) on tensor cores for batches of rows too few for matmul_tc_tiled's 128-row tiles
-// (decode and rollout batches of 17 to 2047 rows; src/kernels/matmul-tc.ts, variant 'tc_direct'):
+// (decode and rollout batches: matmul's auto policy sends it 128 to 2047 rows; src/kernels/matmul-tc.ts, variant
+// 'tc_direct'):
 // - x arrives as f16 [MP, K]: the f32 activations times a power-of-two scale per row, MP = M padded with zero
 //   rows to whole 64-row tiles (shaders/absmax_scale.wgsl rows_f16); W is f16 [N, K] (nn.Linear weights) with N
 //   a multiple of a subgroup's 4·SN columns and K of SK. So every fragment is loaded straight from storage, in

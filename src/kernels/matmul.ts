@@ -6,7 +6,7 @@
 // Both 64-tiles split along K (+ matmul_splitk to sum) when few output tiles face a long K (LoRA grads).
 //   tc             tensor cores (src/kernels/matmul-tc.ts), where the device has subgroup matrices: products
 //                  of at least 2048 rows that fill the GPU with 128x128 tiles; f16 inputs, f32 accumulation.
-//   tc_direct      tensor cores for fewer rows (17 to 2047: decode and rollout batches), x·Wᵀ with f16 W.
+//   tc_direct      tensor cores for fewer rows (128 to 2047: decode and rollout batches), x·Wᵀ with f16 W.
 // a and b are f32, or f16 storage when gpu.f16; accumulation and out are f32.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
@@ -50,8 +50,8 @@ const TILE128_MIN_WORKGROUPS = 128;
  * LoRA gradients (few output tiles, long K) belong to split-K f32 tiles). */
 const TC_MIN_ROWS = 2048;
 const TC_MIN_TILES = 128;
-/** Fewer rows than this stay on the f32 tiles (H200, 2026-12-03: at 64 rows matmul_tc_direct ran 0.5-0.98x of
- * them on the Qwen3-0.6B projections, at 256 rows 1.05-1.8x, lm_head 1.6x; at 512-1024 rows 1.7-3x). */
+/** Fewer rows than this stay on the f32 tiles (H200, 2026-12-03: at 64 rows matmul_tc_direct ran 0.50-0.98x of
+ * them on the Qwen3-0.6B projections, at 256 rows 1.05-1.8x, lm_head 1.6x, at 512 rows 1.7-2.3x). */
 const DIRECT_MIN_ROWS = 128;
 
 /** Split-K for the 64-tiles: below this many output tiles, a K of at least SPLIT_MIN_K is cut into slices. */
@@ -119,8 +119,8 @@ export function matmulVariant(s: MatmulShape, swiftShader = false): MatmulVarian
  * the product is large; matmul_rows skipped on SwiftShader, see matmulVariant), 'f32' (auto without tensor
  * cores: f32 FMA only), 'gpu' (the f32 choice as on a real GPU, so decode shapes run matmul_rows on the CPU
  * drivers too: what tests use to cover the GPU's decode kernel), or one variant wherever it can compute the
- * shape (by shape elsewhere; 'tc_direct' leaves what it cannot take to auto's choice). The default comes from TROUPE_MATMUL (auto, f32, gpu, rows, tile128, tile64v,
- * tile64, tc, tc_direct).
+ * shape (by shape elsewhere; 'tc_direct' leaves what it cannot take to auto's choice). The default comes from
+ * TROUPE_MATMUL (auto, f32, gpu, rows, tile128, tile64v, tile64, tc, tc_direct).
  */
 export type MatmulPolicy = 'auto' | 'f32' | 'gpu' | MatmulVariant;
 
