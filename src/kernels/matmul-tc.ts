@@ -109,11 +109,20 @@ export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultT
   return { tile, config, subgroupSize, bm, bn };
 }
 
-/** The f16 x f16 -> f32 config with the most products per fragment. */
+/** Per device and slice depth (0: any): the adapter's configs never change, and matmul asks on every call. */
+const largest = new WeakMap<Gpu, Map<number, SubgroupMatrixConfig | undefined>>();
+
+/** The f16 x f16 -> f32 config with the most products per fragment (whose depth divides `depthDivides`, unless 0). */
 function largestConfig(gpu: Gpu, depthDivides = 0): SubgroupMatrixConfig | undefined {
-  return gpu.report.subgroupMatrixConfigs
-    .filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && (depthDivides === 0 || depthDivides % c.K === 0))
-    .sort((x, y) => y.M * y.N * y.K - x.M * x.N * x.K)[0];
+  let byDepth = largest.get(gpu);
+  if (!byDepth) largest.set(gpu, (byDepth = new Map()));
+  if (!byDepth.has(depthDivides)) {
+    const config = gpu.report.subgroupMatrixConfigs
+      .filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && (depthDivides === 0 || depthDivides % c.K === 0))
+      .sort((x, y) => y.M * y.N * y.K - x.M * x.N * x.K)[0];
+    byDepth.set(depthDivides, config);
+  }
+  return byDepth.get(depthDivides);
 }
 
 /** How x·Wᵀ runs on matmul_tc_direct. */

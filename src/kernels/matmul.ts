@@ -8,13 +8,13 @@
 //                  of at least 2048 rows that fill the GPU with 128x128 tiles; f16 inputs, f32 accumulation.
 //   tc_direct      tensor cores for fewer rows (128 to 2047: decode and rollout batches), x·Wᵀ with f16 W.
 // a and b are f32, or f16 storage when gpu.f16; accumulation and out are f32.
+import type { DType } from '../gpu/dtype.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { Uniforms } from '../gpu/uniforms.ts';
 import { expectDtype, expectShape, ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
 import { dispatchTensorCore, dispatchTensorCoreDirect, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from './matmul-tc.ts';
-import type { DType } from '../gpu/dtype.ts';
 
 export interface MatmulOptions {
   transA?: boolean; // a is stored [K, M]

@@ -4,7 +4,7 @@
 // uniformity of barriers), for every layout and both operand types; the products themselves are checked on a
 // GPU with the feature (matmul-tc.test.ts, troupe doctor).
 import { describe, expect, it } from 'vitest';
-import { variantHeader } from '../../src/gpu/gpu.ts';
+import { type Gpu, variantHeader } from '../../src/gpu/gpu.ts';
 import { SHADERS } from '../../src/generated/shaders.ts';
 import { testGpu } from '../helpers/gpu.ts';
 
@@ -31,6 +31,15 @@ function standIn(source: string, left = 'tileA', right = 'tileB'): string {
     .replace(/(@compute @workgroup_size)/, `${standIns(left, right)}\n$1`);
 }
 
+/** The stood-in shader has no matrix calls left, compiles without errors and makes a pipeline. */
+async function expectCompiles(gpu: Gpu, code: string): Promise<void> {
+  expect(code).not.toMatch(/subgroup_matrix|subgroupMatrix/);
+  const module = gpu.device.createShaderModule({ code });
+  const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
+  expect(errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`)).toEqual([]);
+  await gpu.device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+}
+
 describe('matmul_tc_direct compiles', () => {
   for (const ks of [1, 8]) {
     it(`${ks} subgroups a workgroup`, async () => {
@@ -38,11 +47,7 @@ describe('matmul_tc_direct compiles', () => {
       const header = variantHeader({ enables: gpu.f16 ? ['f16'] : [], consts: { SM: 16, SN: 16, SK: 16, SG: 32, KS: ks } });
       let code = header + standIn(SHADERS.matmul_tc_direct!, 'x', 'w');
       if (!gpu.f16) code = code.replace(/\bf16\b/g, 'f32');
-      expect(code).not.toMatch(/subgroup_matrix|subgroupMatrix/);
-      const module = gpu.device.createShaderModule({ code });
-      const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
-      expect(errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`)).toEqual([]);
-      await gpu.device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+      await expectCompiles(gpu, code);
     });
   }
 });
@@ -63,11 +68,7 @@ describe('matmul_tc_tiled compiles', () => {
           let code = header + standIn(SHADERS.matmul_tc_tiled!);
           // without shader-f16 (SwiftShader) the staged tiles are f32: the same code otherwise
           if (!gpu.f16) code = code.replace(/\bf16\b/g, 'f32');
-          expect(code).not.toMatch(/subgroup_matrix|subgroupMatrix/);
-          const module = gpu.device.createShaderModule({ code });
-          const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
-          expect(errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`)).toEqual([]);
-          await gpu.device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+          await expectCompiles(gpu, code);
         }
       });
     }
