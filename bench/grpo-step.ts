@@ -126,6 +126,7 @@ async function grpoStep(s: Setup, step: number): Promise<StepSeconds> {
   const sampling: SamplingConfig = { temperature: STUDY_CONFIG.sampling.temperature, topP: STUDY_CONFIG.sampling.topP, maxNewTokens: plan.newTokens };
   const seed = stepSeed(STUDY_CONFIG.seed, step);
   const t0 = performance.now();
+  gpu.phase = 'rollout';
   const episodes = await Promise.all(
     s.tasks.flatMap((task, b) =>
       Array.from({ length: plan.groupSize }, async (_, g): Promise<Episode> => {
@@ -145,9 +146,11 @@ async function grpoStep(s: Setup, step: number): Promise<StepSeconds> {
   const adv = grpoAdvantages(trajs.map((t) => ({ key: { taskId: t.taskId, roleSlot: t.slot, turn: t.turn }, reward: t.reward })), STUDY_CONFIG.advantage);
   trajs.forEach((t, i) => (t.advantage = adv[i]!));
   const t2 = performance.now();
+  gpu.phase = 'update';
   const update = await grpoUpdate(gpu, s.model, s.adapters, s.optimizers, trajs, { ...STUDY_CONFIG.update, temperature: sampling.temperature, perRoleGradNorm: false }, STUDY_CONFIG.lr);
   await gpu.sync();
   const t3 = performance.now();
+  gpu.phase = '';
   if (update.skipped) throw new Error(`benchGrpoStep: step ${step} had a non-finite gradient`);
   const tokens = trajs.reduce((a, t) => a + t.promptIds.length + t.responseIds.length, 0);
   return { step: (t3 - t0) / 1000, rollout: (t1 - t0) / 1000, reward: (t2 - t1) / 1000, update: (t3 - t2) / 1000, tokens };
@@ -182,9 +185,21 @@ export async function benchGrpoStep(gpu: Gpu, opts: { quick: boolean; filter?: s
     // The first step compiles pipelines and fills the buffer pool. --quick times that one: it checks the
     // path in seconds, not the speed.
     if (!opts.quick) await grpoStep(setup, 0);
+    // --profile and --timeline cover the timed step alone.
+    if (gpu.profiler) {
+      await gpu.profiler.results();
+      gpu.profiler.reset();
+    }
+    gpu.timeline?.reset();
     const t = await grpoStep(setup, 1);
     const values: [number, string][] = [...PHASES.map((p): [number, string] => [t[p], 's']), [t.tokens / t.step, 'tokens/s'], [t.tokens, 'tokens']];
-    return names.map((n, i) => benchRow(gpu, n, values[i]![0], values[i]![1])).filter((r) => !opts.filter || r.name.includes(opts.filter));
+    const rows = names.map((n, i) => benchRow(gpu, n, values[i]![0], values[i]![1]));
+    // Under --timeline: how much of each phase the GPU worked, and how long it waited for the host.
+    for (const p of gpu.timeline ? await gpu.timeline.results() : []) {
+      if (p.phase !== 'rollout' && p.phase !== 'update') continue;
+      rows.push(benchRow(gpu, `${prefix}_${p.phase}_gpu_busy_s`, p.busyMs / 1000, 's'), benchRow(gpu, `${prefix}_${p.phase}_gpu_idle_s`, p.idleMs / 1000, 's'));
+    }
+    return rows.filter((r) => !opts.filter || r.name.includes(opts.filter));
   } finally {
     await engine.close();
     for (const o of optimizers.values()) o.release();

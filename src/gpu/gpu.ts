@@ -8,6 +8,7 @@ import { BufferPool, sizeClass, STORAGE_USAGE } from './pool.ts';
 import { Profiler, type ProfilerOptions } from './profiler.ts';
 import { loadRuntime, type RuntimeName } from './runtime.ts';
 import { Tensor } from './tensor.ts';
+import { Timeline } from './timeline.ts';
 import { preprocessWgsl } from './preprocess.ts';
 import type { Uniforms } from './uniforms.ts';
 
@@ -51,6 +52,8 @@ export interface GpuOptions {
   powerPreference?: GPUPowerPreference;
   /** Record per-kernel GPU time with timestamp queries (when the feature exists); options set the profiler's limits. */
   profile?: boolean | ProfilerOptions;
+  /** Time every batch's start and end (when timestamp-query exists): GPU busy and idle time per phase. */
+  timeline?: boolean;
 }
 
 /** Compile-time choices prepended to a shader: `enable`s, type aliases and constants. */
@@ -134,6 +137,10 @@ export function variantHeader(v: ShaderVariant | undefined): string {
 export class Gpu {
   readonly pool: BufferPool;
   readonly profiler: Profiler | null;
+  readonly timeline: Timeline | null;
+  /** What the commands recorded from now on are part of (a GRPO step's rollout, update, ...): the profiler's
+   * labels and the timeline's batches carry it. Empty: no phase. */
+  phase = '';
   private readonly pipelines = new Map<string, GPUComputePipeline>();
   private readonly featureSet: Set<string>;
   /** Id of each pipeline and buffer, for bind group cache keys. */
@@ -172,6 +179,7 @@ export class Gpu {
     readonly adapter: GPUAdapter,
     readonly report: AdapterReport,
     profile: boolean | ProfilerOptions,
+    timeline: boolean,
   ) {
     this.featureSet = new Set(report.features);
     this.pool = new BufferPool(
@@ -179,6 +187,7 @@ export class Gpu {
       (buffers) => this.forgetBuffers(buffers),
     );
     this.profiler = profile && this.has('timestamp-query') ? new Profiler(device, profile === true ? {} : profile) : null;
+    this.timeline = timeline && this.has('timestamp-query') ? new Timeline(device) : null;
     void device.lost.then((info) => {
       this.lostInfo = info;
     });
@@ -222,7 +231,7 @@ export class Gpu {
       limits,
       ...subgroupInfo(device, info),
     };
-    return new Gpu(device, adapter, report, options.profile ?? false);
+    return new Gpu(device, adapter, report, options.profile ?? false, options.timeline ?? false);
   }
 
   has(feature: string): boolean {
@@ -477,7 +486,7 @@ export class Gpu {
     let pass: GPUComputePassEncoder;
     if (this.profiler) {
       this.endPass();
-      pass = this.encoder!.beginComputePass({ label, timestampWrites: this.profiler.writes(label) });
+      pass = this.encoder!.beginComputePass({ label, timestampWrites: this.profiler.writes(this.phase ? `${this.phase}: ${label}` : label) });
     } else {
       this.pass ??= this.encoder!.beginComputePass();
       pass = this.pass;
@@ -521,6 +530,7 @@ export class Gpu {
     this.device.pushErrorScope('out-of-memory');
     this.device.pushErrorScope('validation');
     this.encoder = this.device.createCommandEncoder();
+    this.timeline?.begin(this.encoder, this.phase);
   }
 
   private endPass(): void {
@@ -557,6 +567,7 @@ export class Gpu {
     this.uniformChunk = 0;
     this.profiler?.resolve(this.encoder);
     const labels = this.batchLabels;
+    this.timeline?.end(this.encoder, labels[0] ?? '');
     this.lastKernels = labels;
     this.device.queue.submit([this.encoder.finish()]);
     for (const b of this.staging.splice(0)) this.recycleStaging(b);
@@ -564,6 +575,7 @@ export class Gpu {
     this.batchLabels = [];
     this.batchBuffers = new Set();
     this.profiler?.collect();
+    this.timeline?.collect();
     const names = () => summarize(labels);
     const validation = this.device.popErrorScope();
     const oom = this.device.popErrorScope();
@@ -586,6 +598,7 @@ export class Gpu {
     this.uniformChunk = 0;
     for (const b of this.staging.splice(0)) this.recycleStaging(b);
     this.encoder = null;
+    this.timeline?.discard();
     this.batchLabels = [];
     this.batchBuffers = new Set();
     const validation = this.device.popErrorScope();

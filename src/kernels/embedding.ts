@@ -59,29 +59,62 @@ export function segmentIds(ids: Uint32Array): { order: Uint32Array; segStart: Ui
   return { order, segStart: Uint32Array.from(starts), segId: Uint32Array.from(segIds) };
 }
 
-/** dTable[vocab, H] f32 += scatter of dY[T, H] f32 by ids (rows of ids absent are untouched). */
-export function embeddingBackward(gpu: Gpu, dY: Tensor, ids: Uint32Array, dTable: Tensor): Tensor {
+/** The scatter of embeddingBackward for one list of ids, on the GPU: made once (a host sort and three
+ * uploads), then used by every backward over those ids (the LoRA bank scatters the same rows 2 x 7 x layers
+ * times a micro-batch). release() it once the last backward using it is recorded. */
+export interface ScatterPlan {
+  /** Number of ids (rows of dY). */
+  readonly rows: number;
+  /** Rows of the table the ids index (each id is below it). */
+  readonly vocab: number;
+  readonly order: Tensor;
+  readonly segStart: Tensor;
+  readonly segId: Tensor;
+  release(): void;
+}
+
+export function scatterPlan(gpu: Gpu, ids: Uint32Array, vocab: number): ScatterPlan {
+  if (!ids.length) throw new ShapeError('embedding_backward: a scatter plan needs at least one id');
+  checkIds('embedding_backward', ids, vocab);
+  const { order, segStart, segId } = segmentIds(ids);
+  const tensors = {
+    order: gpu.upload(order, [order.length], 'u32', 'embedding.order'),
+    segStart: gpu.upload(segStart, [segStart.length], 'u32', 'embedding.seg_start'),
+    segId: gpu.upload(segId, [segId.length], 'u32', 'embedding.seg_id'),
+  };
+  return {
+    rows: ids.length,
+    vocab,
+    ...tensors,
+    release: () => {
+      for (const t of Object.values(tensors)) t.release();
+    },
+  };
+}
+
+/** dTable[vocab, H] f32 += scatter of dY[T, H] f32 by ids (rows of ids absent are untouched); ids as CPU ids
+ * (checked and planned here) or as a ScatterPlan made for a table of as many rows. */
+export function embeddingBackward(gpu: Gpu, dY: Tensor, ids: Uint32Array | ScatterPlan, dTable: Tensor): Tensor {
   const k = 'embedding_backward';
   expectDtype(k, dY, 'f32');
   expectDtype(k, dTable, 'f32');
   if (dTable.shape.length !== 2) throw new ShapeError(`${k}: ${dTable.label} has shape [${dTable.shape}], expected [vocab, hidden]`);
   const [vocab, cols] = dTable.shape as [number, number];
-  expectShape(k, dY, [ids.length, cols]);
-  checkIds(k, ids, vocab);
-  if (ids.length === 0) return dTable;
-  const { order, segStart, segId } = segmentIds(ids);
-  const orderT = gpu.upload(order, [order.length], 'u32', 'embedding.order');
-  const startT = gpu.upload(segStart, [segStart.length], 'u32', 'embedding.seg_start');
-  const idT = gpu.upload(segId, [segId.length], 'u32', 'embedding.seg_id');
+  const rows = ids instanceof Uint32Array ? ids.length : ids.rows;
+  expectShape(k, dY, [rows, cols]);
+  if (!(ids instanceof Uint32Array) && ids.vocab !== vocab) throw new ShapeError(`${k}: the scatter plan is for ${ids.vocab} rows, ${dTable.label} has ${vocab}`);
+  if (rows === 0) return dTable;
+  const plan = ids instanceof Uint32Array ? scatterPlan(gpu, ids, vocab) : ids;
+  const segments = plan.segStart.size - 1;
   gpu.dispatch({
     shader: 'embedding',
     entry: 'backward',
     variant: { aliases: { T: 'f32' } },
-    uniforms: new Uniforms().u32(segId.length).u32(cols).u32(vocab).u32(0),
-    bindings: [null, null, null, dY, orderT, startT, idT, dTable],
-    workgroups: grid1d(ceilDiv(segId.length * cols, 256)),
+    uniforms: new Uniforms().u32(segments).u32(cols).u32(vocab).u32(0),
+    bindings: [null, null, null, dY, plan.order, plan.segStart, plan.segId, dTable],
+    workgroups: grid1d(ceilDiv(segments * cols, 256)),
     label: k,
   });
-  for (const t of [orderT, startT, idT]) t.release();
+  if (plan !== ids) plan.release();
   return dTable;
 }

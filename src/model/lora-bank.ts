@@ -9,7 +9,7 @@
 // gradients into its own dA/dB) and scatter-adds its d x rows back: deterministic, no float atomics.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { embedding, embeddingBackward } from '../kernels/embedding.ts';
+import { embedding, embeddingBackward, type ScatterPlan, scatterPlan } from '../kernels/embedding.ts';
 import { loraRows, loraRowTiles, type LoraRowsBank, NO_ADAPTER, rowsBySlot } from '../kernels/lora-rows.ts';
 import { transposeInto } from '../kernels/transpose.ts';
 import { LINEAR_MODULES, type LinearModule, LoraError } from './adapter.ts';
@@ -21,6 +21,8 @@ interface RowGroup {
   rows: Uint32Array;
   /** Uploaded on first backward. */
   index: Tensor | null;
+  /** The scatter of its d x rows back into the batch's, made on first backward. */
+  scatter: ScatterPlan | null;
 }
 
 export class LoraBank {
@@ -143,7 +145,7 @@ export class LoraBank {
       return i;
     });
     const grouped = rowsBySlot(index, this.names.length);
-    const groups: RowGroup[] = [...grouped.slots].map(([slot, rows]) => ({ slot, rows, index: null }));
+    const groups: RowGroup[] = [...grouped.slots].map(([slot, rows]) => ({ slot, rows, index: null, scatter: null }));
     const rows = loraRowTiles(this.gpu, grouped, 'lora_bank.tiles');
     const checkRows = (what: string, module: LinearModule, t: Tensor) => {
       if (t.shape[0] !== T) throw new LoraError(`LoRA rows ${module}: ${what} ${t.label} has ${t.shape[0]} rows, the batch's adapters name ${T}`);
@@ -181,7 +183,8 @@ export class LoraBank {
           const dxs = dx ? gpu.tensor([g.rows.length, x.shape[1]!], 'f32', `lora_rows.${module}.dx`) : null;
           a.backward(gpu, layer, module, xs, dys, dxs, false);
           if (dxs) {
-            embeddingBackward(gpu, dxs, g.rows, dx!);
+            g.scatter ??= scatterPlan(gpu, g.rows, T);
+            embeddingBackward(gpu, dxs, g.scatter, dx!);
             dxs.release();
           }
           xs.release();
@@ -192,7 +195,10 @@ export class LoraBank {
         if (released) return;
         released = true;
         rows.tiles.release();
-        for (const g of groups) g.index?.release();
+        for (const g of groups) {
+          g.index?.release();
+          g.scatter?.release();
+        }
       },
     };
   }

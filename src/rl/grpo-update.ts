@@ -178,7 +178,16 @@ export async function grpoUpdate(
       }
       const sharedSums = cfg.perRoleGradNorm ? new RoleGradSums(gpu, [...optimizers.entries()].filter(([n]) => seqTotal.has(n)).map(([, o]) => o)) : null;
       for (const group of plan[m]!) {
-        for (const p of group) await microStep(gpu, model, adapters, trajs, p, onePass ? null : logpOld, cfg, seqTotal, tokenTotal, perTrajectory);
+        // Each micro-batch is recorded while the GPU still runs the one before (whose reads are awaited only
+        // then), so the GPU does not wait for the host to record the next forward and backward.
+        let running: Promise<void> | null = null;
+        for (const p of group) {
+          const reads = microStep(gpu, model, adapters, trajs, p, onePass ? null : logpOld, cfg, seqTotal, tokenTotal, perTrajectory);
+          reads.catch(() => {});
+          if (running) await running;
+          running = reads;
+        }
+        await running;
         if (sharedSums) result.roleGradNorm[trajs[group[0]!.members[0]!]!.role] = await sharedSums.takeRole();
       }
       sharedSums?.restore();
@@ -221,9 +230,10 @@ function recordOld(trajs: readonly Trajectory[], p: Packed, lp: Float32Array, en
   });
 }
 
-/** One micro-batch: loss (one policyLoss per adapter, each normalised over its own sub-batch) and backward.
+/** One micro-batch: loss (one policyLoss per adapter, each normalised over its own sub-batch) and backward,
+ * recorded and submitted; the promise resolves once its stats are read back into perTrajectory.
  * logpOld null: logp_old is this forward's own logp (one epoch, one mini-batch). */
-async function microStep(
+function microStep(
   gpu: Gpu,
   model: Qwen3Model,
   adapters: AdapterSet,
@@ -287,18 +297,22 @@ async function microStep(
     { adapter: rows, temperature: cfg.temperature },
   );
   rows.release();
-  if (!logpOld) {
-    const [lp, ent] = await Promise.all([gpu.readF32(stats.logp), gpu.readF32(stats.entropy)]);
-    recordOld(trajs, p, lp, ent, new Map(), perTrajectory);
-  }
-  // Each sequence's stats come from the loss of its own adapter.
-  const perLoss = await Promise.all(results.map((r) => readSeqStats(gpu, r.stats)));
-  p.members.forEach((i, k) => {
-    const g = names.indexOf(trajs[i]!.adapter!);
-    perTrajectory[i]!.loss = perLoss[g]![k]!;
-  });
+  // The reads are started (their copies recorded and the batch submitted) before the tensors go back to the
+  // pool: later commands that reuse the buffers run after the copies.
+  const reads = Promise.all([
+    logpOld ? null : Promise.all([gpu.readF32(stats.logp), gpu.readF32(stats.entropy)]),
+    Promise.all(results.map((r) => readSeqStats(gpu, r.stats))),
+  ]);
   for (const r of results) releaseLossResult(r);
   for (const t of [oldT!, advT, ...masks, ...sums, stats.logp, stats.entropy]) t.release();
+  return reads.then(([old, perLoss]) => {
+    if (old) recordOld(trajs, p, old[0], old[1], new Map(), perTrajectory);
+    // Each sequence's stats come from the loss of its own adapter.
+    p.members.forEach((i, k) => {
+      const g = names.indexOf(trajs[i]!.adapter!);
+      perTrajectory[i]!.loss = perLoss[g]![k]!;
+    });
+  });
 }
 
 /** Shared policy: each role's gradient measured alone, then summed back (grad = Σ roles). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
-import { embedding, embeddingBackward } from '../../src/kernels/embedding.ts';
+import { embedding, embeddingBackward, scatterPlan } from '../../src/kernels/embedding.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randInts, randn, relError } from '../helpers/random.ts';
 import { embeddingBackwardRef, embeddingRef } from '../ref/embedding.ts';
@@ -48,6 +48,27 @@ describe('embedding', () => {
       expect(runs[1]).toEqual(runs[0]);
     });
   }
+
+  it('a scatter plan made once serves several backwards over the same ids, as the per-call path does', async () => {
+    const gpu = await testGpu();
+    const [vocab, hidden, tokens] = [37, 24, 53];
+    const ids = randInts(tokens, 11, vocab);
+    const plan = scatterPlan(gpu, ids, vocab);
+    const initial = randn(vocab * hidden, 12);
+    for (const seed of [13, 14]) {
+      const dY = randn(tokens * hidden, seed);
+      const dYT = gpu.upload(dY, [tokens, hidden], 'f32', 'dY');
+      const viaPlan = await gpu.readF32(embeddingBackward(gpu, dYT, plan, gpu.upload(initial, [vocab, hidden], 'f32', 'dE')));
+      const perCall = await gpu.readF32(embeddingBackward(gpu, dYT, ids, gpu.upload(initial, [vocab, hidden], 'f32', 'dE')));
+      expect(viaPlan).toEqual(perCall);
+      expect(relError(viaPlan, embeddingBackwardRef(dY, hidden, ids, initial))).toBeLessThan(1e-5);
+    }
+    const dY = gpu.upload(randn(tokens * hidden, 15), [tokens, hidden], 'f32', 'dY');
+    expect(() => embeddingBackward(gpu, dY, plan, gpu.tensor([vocab + 1, hidden], 'f32', 'dE'))).toThrow(/scatter plan is for 37 rows, dE has 38/);
+    expect(() => embeddingBackward(gpu, gpu.tensor([tokens - 1, hidden], 'f32', 'dY'), plan, gpu.tensor([vocab, hidden], 'f32', 'dE'))).toThrow(/expected \[53,24\]/);
+    expect(() => scatterPlan(gpu, Uint32Array.from([3, 40]), vocab)).toThrow(/id 40 at position 1 is outside the vocabulary of 37/);
+    plan.release();
+  });
 
   it('rejects ids outside the vocabulary and bad shapes, naming them', async () => {
     const gpu = await testGpu();

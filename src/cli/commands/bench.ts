@@ -4,6 +4,7 @@ import { appendFileSync } from 'node:fs';
 import type { BenchRow } from '../../../bench/results.ts';
 import { Gpu } from '../../gpu/gpu.ts';
 import type { KernelTime } from '../../gpu/profiler.ts';
+import type { PhaseTime } from '../../gpu/timeline.ts';
 import { parse } from '../args.ts';
 import { BENCH_SUITES, type BenchSuite } from '../bench-suites.ts';
 import { type Command, UsageError } from '../command.ts';
@@ -15,7 +16,7 @@ function usage(): string {
     return `  ${s.name.padEnd(width)}  ${s.summary}${extra.join('')}`;
   });
   return [
-    'usage: troupe bench <suite> [--quick] [--filter TEXT] [--json] [--out FILE] [--profile] [suite options]',
+    'usage: troupe bench <suite> [--quick] [--filter TEXT] [--json] [--out FILE] [--profile] [--timeline] [suite options]',
     '',
     'suites:',
     ...(suites.length ? suites : ['  (none yet)']),
@@ -26,6 +27,8 @@ function usage(): string {
     '  --out FILE      also append the JSON rows to FILE',
     '  --profile       per-kernel GPU time (timestamp queries) on stderr; each dispatch then gets its own',
     '                  pass, so the suite\'s own figures are not comparable with an unprofiled run',
+    '  --timeline      GPU busy and idle time per phase on stderr (two timestamps a submit, none inside it,',
+    '                  so the figures stay comparable); suites that name phases also report them as rows',
   ].join('\n');
 }
 
@@ -53,18 +56,30 @@ export function formatProfile(times: readonly KernelTime[], untimed: readonly { 
   return lines.join('\n');
 }
 
+/** GPU busy and idle time per phase, and the longest idle gaps of each. */
+export function formatTimeline(phases: readonly PhaseTime[]): string {
+  const width = Math.max(5, ...phases.map((p) => p.phase.length));
+  const lines = [`${'phase'.padEnd(width)}  ${'batches'.padStart(8)}  ${'busy ms'.padStart(10)}  ${'idle ms'.padStart(10)}  longest gaps (ms, before)`];
+  for (const p of phases) {
+    const gaps = p.longestGaps.map((g) => `${g.ms.toFixed(1)} ${g.before}`).join('; ');
+    lines.push(`${p.phase.padEnd(width)}  ${String(p.batches).padStart(8)}  ${p.busyMs.toFixed(1).padStart(10)}  ${p.idleMs.toFixed(1).padStart(10)}  ${gaps}`);
+  }
+  return lines.join('\n');
+}
+
 /** Runs one suite on a fresh Gpu and prints its rows. */
 export async function runBench(
   suite: BenchSuite,
-  opts: { quick: boolean; filter?: string; json: boolean; out?: string; profile?: boolean; extra: Record<string, string | boolean | undefined> },
+  opts: { quick: boolean; filter?: string; json: boolean; out?: string; profile?: boolean; timeline?: boolean; extra: Record<string, string | boolean | undefined> },
 ): Promise<BenchRow[]> {
-  const gpu = await Gpu.create({ profile: opts.profile });
+  const gpu = await Gpu.create({ profile: opts.profile, timeline: opts.timeline });
   try {
     const rows = await suite.run(gpu, { quick: opts.quick, filter: opts.filter, extra: opts.extra });
     const lines = rows.map((r) => JSON.stringify(r));
     if (rows.length) console.log(opts.json ? lines.join('\n') : formatTable(rows));
     if (opts.out && lines.length) appendFileSync(opts.out, lines.join('\n') + '\n');
     if (opts.profile) console.error(gpu.profiler ? formatProfile(await gpu.profiler.results(), gpu.profiler.untimed()) : 'troupe bench: --profile needs timestamp-query, which this adapter lacks');
+    if (opts.timeline) console.error(gpu.timeline ? formatTimeline(await gpu.timeline.results()) : 'troupe bench: --timeline needs timestamp-query, which this adapter lacks');
     return rows;
   } finally {
     gpu.destroy();
@@ -90,10 +105,11 @@ export const command: Command = {
         json: { type: 'boolean' },
         out: { type: 'string' },
         profile: { type: 'boolean' },
+        timeline: { type: 'boolean' },
         ...suiteOptions,
       },
     });
-    const { quick, filter, json, out, profile, ...extra } = values as Record<string, string | boolean | undefined>;
+    const { quick, filter, json, out, profile, timeline, ...extra } = values as Record<string, string | boolean | undefined>;
     if (typeof out === 'string') {
       // Before the suite runs (minutes on a GPU), not after.
       try {
@@ -108,6 +124,7 @@ export const command: Command = {
       json: json === true,
       out: typeof out === 'string' ? out : undefined,
       profile: profile === true,
+      timeline: timeline === true,
       extra,
     });
     if (!rows.length) {
