@@ -1,6 +1,7 @@
 // The GRPO update of one step: every trainable trajectory (role turns whose role has an adapter) is
-// packed into micro-batches of whole sequences; each row goes through its own adapter (the per-row LoRA
-// path the rollout engine uses too), so one backward updates every adapter of a mixed batch.
+// packed into micro-batches of whole sequences, one adapter's trajectories together; each row goes through
+// its own adapter (the per-row LoRA path the rollout engine uses too), so one backward updates every adapter
+// of a mixed batch. Each micro-batch is recorded while the GPU runs the one before.
 //  1. logp_old: a forward over every micro-batch before any update (verl recomputes old_log_prob the
 //     same way), through the same kernels as the training forward: with one epoch and one mini-batch
 //     the ratio π/π_old is exactly 1. The rollout engine's log-probs are kept only to measure drift.
@@ -144,7 +145,10 @@ export async function grpoUpdate(
     }
     return [...byRole.values()];
   };
-  const plan = minis.map((mini) => roleOrder(mini).map((group) => microBatches(trajs, group, budget).map((m) => pack(trajs, m))));
+  // Within a group, trajectories of one adapter go together: a micro-batch of one adapter's rows runs its
+  // backward on the whole batch, without gathering and scattering each adapter's rows (LoraBank.forRows).
+  const byAdapter = (idx: number[]) => [...idx].sort((a, b) => (trajs[a]!.adapter! < trajs[b]!.adapter! ? -1 : trajs[a]!.adapter! > trajs[b]!.adapter! ? 1 : a - b));
+  const plan = minis.map((mini) => roleOrder(mini).map((group) => microBatches(trajs, byAdapter(group), budget).map((m) => pack(trajs, m))));
 
   // 1. logp_old for every micro-batch, before any update. With one epoch and one mini-batch nothing is
   // updated before the loss: the loss's own forward gives logp_old (detached), the same numbers, one pass fewer.
