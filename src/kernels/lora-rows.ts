@@ -12,7 +12,7 @@ import { ceilDiv, MAX_WORKGROUPS } from './grid.ts';
 export const NO_ADAPTER = 0xffffffff;
 
 // As in shaders/lora_rows.wgsl.
-const EXPAND_COLS = 256;
+const EXPAND_COLS = 64;
 const SHRINK_RANKS = 64;
 const SHRINK_K = 64;
 const TILE_ROWS = 16;
