@@ -19,6 +19,7 @@ import { add } from '../src/kernels/elementwise.ts';
 import { matmulVariant, matmulWith, type MatmulVariant } from '../src/kernels/matmul.ts';
 import { TC_TILES, type TcTileName, tensorCoreDirectPlan, tensorCorePlan } from '../src/kernels/matmul-tc.ts';
 import { reduceRows } from '../src/kernels/reduce.ts';
+import { sampleTokensPacked, type SamplingRow } from '../src/kernels/sample.ts';
 import { softmax, softmaxBackward } from '../src/kernels/softmax.ts';
 import { transpose } from '../src/kernels/transpose.ts';
 import { benchRow, type BenchRow } from './results.ts';
@@ -144,6 +145,15 @@ function softmaxCases(rows: number, n: number): Case[] {
   ];
 }
 
+/** Sampling (T = 0.7, top-p 1, as the study) from f32 logits of a decode batch: GB/s of the logits read once. */
+function sampleCase(rows: number, vocab: number): Case {
+  return bytesCase(`sample_f32_${rows}x${vocab}`, rows * vocab * 4, (gpu) => {
+    const x = randomTensor(gpu, [rows, vocab], 'f32', 6, 'bench.logits');
+    const params: SamplingRow[] = Array.from({ length: rows }, (_, i) => ({ temperature: 0.7, topP: 1, seed: 1, stream: i, step: 0 }));
+    return { run: () => sampleTokensPacked(gpu, x, params).packed.release(), tensors: [x] };
+  });
+}
+
 function otherCases(n: number, rows: number, cols: number, side: number): Case[] {
   return [
     bytesCase(`add_f32_${n}`, 3 * n * 4, (gpu) => {
@@ -194,6 +204,7 @@ export function kernelCases(quick: boolean): Case[] {
       matmulCase('xWt', 2, 96, 64, 'f16'),
       matmulCase('AtB', 48, 40, 32),
       ...softmaxCases(8, 300),
+      sampleCase(3, 300),
       ...otherCases(4096, 16, 256, 64),
     ];
   }
@@ -219,6 +230,7 @@ export function kernelCases(quick: boolean): Case[] {
   cases.push(matmulCase('xWt', 8192, 16, 1024), matmulCase('xWt', 8192, 1024, 16));
   cases.push(matmulCase('AtB', 16, 1024, 8192), matmulCase('AtB', 1024, 16, 8192));
   cases.push(...softmaxCases(4096, 1024), ...softmaxCases(256, VOCAB));
+  for (const rows of [1, 64, 256]) cases.push(sampleCase(rows, VOCAB));
   cases.push(...otherCases(1 << 24, 8192, 1024, 4096));
   // tensor cores: every tile at 4096^3 and two training shapes, then matmul's default tile on the model's products
   for (const tile of Object.keys(TC_TILES) as TcTileName[]) {

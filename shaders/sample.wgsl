@@ -20,6 +20,10 @@ struct RowParams { temperature: f32, top_p: f32, seed: u32, stream: u32, step: u
 
 const WG = 256u;
 const BISECT_STEPS = 32u;
+/** Loads a thread issues together in each pass over the row: with one workgroup a row, a batch of a few hundred
+ * rows leaves most of the GPU's threads idle, so each needs several loads in flight. The tokens are still visited
+ * one at a time in the order of a plain loop, so every sum is the same as that loop's. */
+const UNROLL = 4u;
 
 var<workgroup> red_f: array<f32, WG>;
 var<workgroup> red_u: array<u32, WG>;
@@ -62,12 +66,22 @@ fn reduce_sum(lid: u32, v: f32) -> f32 {
   return r;
 }
 
+/** z = logit · inv_t of the UNROLL tokens i0, i0 + step, …, loaded together (indices past the row read its last
+ * token; callers skip them). */
+fn zLoad(base: u32, i0: u32, step: u32, inv_t: f32) -> array<f32, UNROLL> {
+  var z: array<f32, UNROLL>;
+  for (var q = 0u; q < UNROLL; q++) { z[q] = logits[base + min(i0 + q * step, p.vocab - 1u)] * inv_t; }
+  return z;
+}
+
 // Sum of exp(z - m) over tokens with z >= t (z = logit * inv_t), strided over the row.
 fn mass_above(lid: u32, base: u32, inv_t: f32, m: f32, t: f32) -> f32 {
   var acc = 0.0;
-  for (var i = lid; i < p.vocab; i = i + WG) {
-    let z = logits[base + i] * inv_t;
-    if (z >= t) { acc = acc + exp(z - m); }
+  for (var i0 = lid; i0 < p.vocab; i0 += WG * UNROLL) {
+    let z = zLoad(base, i0, WG, inv_t);
+    for (var q = 0u; q < UNROLL; q++) {
+      if (i0 + q * WG < p.vocab && z[q] >= t) { acc = acc + exp(z[q] - m); }
+    }
   }
   return reduce_sum(lid, acc);
 }
@@ -85,18 +99,29 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
   // Max of z, and for greedy the lowest index attaining it.
   var best = -3.4e38;
   var best_i = 0xffffffffu;
-  for (var i = lid; i < p.vocab; i = i + WG) {
-    let z = logits[base + i] * inv_t;
-    if (z > best) { best = z; best_i = i; }
+  for (var i0 = lid; i0 < p.vocab; i0 += WG * UNROLL) {
+    let z = zLoad(base, i0, WG, inv_t);
+    for (var q = 0u; q < UNROLL; q++) {
+      let i = i0 + q * WG;
+      if (i < p.vocab && z[q] > best) { best = z[q]; best_i = i; }
+    }
   }
   let m = reduce_max(lid, best);
-  let total = mass_above(lid, base, inv_t, m, -3.4e38);
-  // H = log Z - E[z - m] with Z = sum exp(z - m): one more pass for sum exp(z - m) * (z - m).
+  // Z = sum exp(z - m) (every token: the mass above no threshold) and, for H = log Z - E[z - m], sum exp(z - m) ·
+  // (z - m), in one pass.
+  var mass = 0.0;
   var zexp = 0.0;
-  for (var i = lid; i < p.vocab; i = i + WG) {
-    let d = logits[base + i] * inv_t - m;
-    zexp = zexp + exp(d) * d;
+  for (var i0 = lid; i0 < p.vocab; i0 += WG * UNROLL) {
+    let z = zLoad(base, i0, WG, inv_t);
+    for (var q = 0u; q < UNROLL; q++) {
+      if (i0 + q * WG >= p.vocab) { continue; }
+      let d = z[q] - m;
+      let e = exp(d);
+      if (z[q] >= -3.4e38) { mass = mass + e; }
+      zexp = zexp + e * d;
+    }
   }
+  let total = reduce_sum(lid, mass);
   let entropy = log(total) - reduce_sum(lid, zexp) / total;
 
   if (greedy) {
@@ -121,7 +146,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
     let need = rp.top_p * total;
     // Lowest z in the row bounds the search from below: mass there is the total.
     var low_z = 3.4e38;
-    for (var i = lid; i < p.vocab; i = i + WG) { low_z = min(low_z, logits[base + i] * inv_t); }
+    for (var i0 = lid; i0 < p.vocab; i0 += WG * UNROLL) {
+      let z = zLoad(base, i0, WG, inv_t);
+      for (var q = 0u; q < UNROLL; q++) { if (i0 + q * WG < p.vocab) { low_z = min(low_z, z[q]); } }
+    }
     lo = -reduce_max(lid, -low_z);
     var hi = m;
     if (mass_above(lid, base, inv_t, m, hi) >= need) {
@@ -133,7 +161,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
       }
     }
   }
-  let kept = mass_above(lid, base, inv_t, m, lo);
+  // Without top-p every token is kept: the mass is Z (what mass_above would sum again, in the same order).
+  var kept = total;
+  if (rp.top_p < 1.0) { kept = mass_above(lid, base, inv_t, m, lo); }
   let goal = uniform01(rp.seed, rp.stream, rp.step) * kept;
 
   // Inverse CDF in index order: contiguous chunk per thread, exclusive prefix over threads,
@@ -142,9 +172,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
   let start = min(lid * chunk, p.vocab);
   let end = min(start + chunk, p.vocab);
   var own = 0.0;
-  for (var i = start; i < end; i = i + 1u) {
-    let z = logits[base + i] * inv_t;
-    if (z >= lo) { own = own + exp(z - m); }
+  for (var i0 = start; i0 < end; i0 += UNROLL) {
+    let z = zLoad(base, i0, 1u, inv_t);
+    for (var q = 0u; q < UNROLL; q++) {
+      if (i0 + q < end && z[q] >= lo) { own = own + exp(z[q] - m); }
+    }
   }
   red_f[lid] = own;
   if (lid == 0u) { chosen = 0xffffffffu; }
@@ -162,12 +194,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
     var acc = before;
     var pick = 0xffffffffu;
     var last_kept = start;
-    for (var i = start; i < end; i = i + 1u) {
-      let z = logits[base + i] * inv_t;
-      if (z >= lo) {
-        acc = acc + exp(z - m);
-        last_kept = i;
-        if (acc > goal && pick == 0xffffffffu) { pick = i; }
+    for (var i0 = start; i0 < end; i0 += UNROLL) {
+      let z = zLoad(base, i0, 1u, inv_t);
+      for (var q = 0u; q < UNROLL; q++) {
+        let i = i0 + q;
+        if (i < end && z[q] >= lo) {
+          acc = acc + exp(z[q] - m);
+          last_kept = i;
+          if (acc > goal && pick == 0xffffffffu) { pick = i; }
+        }
       }
     }
     // Rounding can leave the goal just past the chunk's last kept token.

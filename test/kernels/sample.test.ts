@@ -17,7 +17,7 @@ async function runRows(logits: Float32Array, vocab: number, rows: SamplingRow[])
 }
 
 describe('sample', () => {
-  for (const vocab of [1, 7, 300, 1000, 5003]) {
+  for (const vocab of [1, 7, 300, 1000, 5003, 20011]) {
     it(`matches the CPU reference, vocab ${vocab}`, async () => {
       const rows: SamplingRow[] = [];
       const configs = [
