@@ -172,29 +172,65 @@ export function tensorCoreDirectPlan(gpu: Gpu, s: TcShape, da: DType, db: DType,
   return { config, subgroupSize, ks, kPart: s.K / ks, bm, bn, mp };
 }
 
-/** out = alpha·x·Wᵀ (+ out) on matmul_tc_direct; shapes already checked by matmul(). */
-export function dispatchTensorCoreDirect(gpu: Gpu, plan: TcDirectPlan, x: Tensor, w: Tensor, out: Tensor, s: TcShape, alpha: number, accumulate: boolean, label: string): void {
-  const x16 = gpu.tensor([plan.mp, s.K], 'f16', `${label}.x16`);
-  const scale = gpu.tensor([plan.mp], 'f32', `${label}.scale_x`);
+/** x [M, K] f32 as matmul_tc_direct reads it: cast to f16 with power-of-two row scales, padded with zero rows to
+ * whole tiles (mp rows). Products that share their input (q, k, v; gate, up) cast it once (MatmulOptions.x16);
+ * release() once the last of them is recorded. */
+export interface DirectRows {
+  readonly source: Tensor;
+  readonly x16: Tensor;
+  readonly scale: Tensor;
+  readonly mp: number;
+  release(): void;
+}
+
+export function castDirectRows(gpu: Gpu, x: Tensor, label: string): DirectRows {
+  const why = tensorCoreUnavailable(gpu);
+  if (why) throw new TensorCoreError(`${label}: cannot cast ${x.label} for direct tensor cores: ${why}`);
+  if (x.dtype !== 'f32' || x.shape.length !== 2) throw new TensorCoreError(`${label}: direct tensor cores cast f32 [M, K] rows, not ${x.label} ${x.dtype} [${x.shape}]`);
+  const [M, K] = x.shape as [number, number];
+  if (K % 2 !== 0) throw new TensorCoreError(`${label}: ${x.label} has an odd K ${K}: f16 rows pack two halves a word`);
+  const bm = FRAGS * largestConfig(gpu)!.M;
+  const mp = ceilDiv(M, bm) * bm;
+  const x16 = gpu.tensor([mp, K], 'f16', `${label}.x16`);
+  const scale = gpu.tensor([mp], 'f32', `${label}.scale_x`);
   gpu.dispatch({
     shader: 'absmax_scale',
     entry: 'rows_f16',
-    uniforms: u32s(s.M, s.K, plan.mp, 0),
+    uniforms: u32s(M, K, mp, 0),
     bindings: [x, scale, x16],
-    workgroups: grid1d(plan.mp),
+    workgroups: grid1d(mp),
     label: `${label}.x16`,
   });
+  return {
+    source: x,
+    x16,
+    scale,
+    mp,
+    release: () => {
+      // Later users of the buffers are ordered after the dispatches that read them.
+      x16.release();
+      scale.release();
+    },
+  };
+}
+
+/** out = alpha·x·Wᵀ (+ out) on matmul_tc_direct; shapes already checked by matmul(). `rows`: x already cast
+ * (castDirectRows of this x), else it is cast here. */
+export function dispatchTensorCoreDirect(gpu: Gpu, plan: TcDirectPlan, x: Tensor, w: Tensor, out: Tensor, s: TcShape, alpha: number, accumulate: boolean, label: string, rows?: DirectRows): void {
+  if (rows && (rows.source !== x || rows.mp !== plan.mp || rows.x16.shape[1] !== s.K)) {
+    throw new TensorCoreError(`${label}: the f16 rows given were cast from ${rows.source.label} [${rows.source.shape}], not from ${x.label} [${x.shape}]`);
+  }
+  const cast = rows ?? castDirectRows(gpu, x, label);
   const { M: SM, N: SN, K: SK } = plan.config;
   gpu.dispatch({
     shader: 'matmul_tc_direct',
     variant: { enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'], consts: { SM, SN, SK, SG: plan.subgroupSize, KS: plan.ks } },
     uniforms: new Uniforms().u32(s.M).u32(s.N).u32(s.K).u32(accumulate ? 1 : 0).f32(alpha).u32(plan.kPart).u32(0).u32(0),
-    bindings: [x16, w, out, scale],
+    bindings: [cast.x16, w, out, cast.scale],
     workgroups: [s.N / plan.bn, plan.mp / plan.bm],
     label,
   });
-  x16.release(); // later users of the buffers are ordered after these dispatches
-  scale.release();
+  if (!rows) cast.release();
 }
 
 /** A single 1.0: the scale of an operand that needs none. */

@@ -14,7 +14,7 @@ import type { Tensor } from '../gpu/tensor.ts';
 import { Uniforms } from '../gpu/uniforms.ts';
 import { expectDtype, expectShape, ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
-import { dispatchTensorCore, dispatchTensorCoreDirect, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from './matmul-tc.ts';
+import { type DirectRows, dispatchTensorCore, dispatchTensorCoreDirect, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from './matmul-tc.ts';
 
 export interface MatmulOptions {
   transA?: boolean; // a is stored [K, M]
@@ -27,6 +27,9 @@ export interface MatmulOptions {
   tcTile?: TcTileName;
   /** Subgroups a workgroup of the tc_direct variant, each over a part of K (default: by shape). */
   tcSplits?: number;
+  /** a already cast for the tc_direct variant (castDirectRows): products that share their input cast it once.
+   * Only where that variant runs (pickMatmulVariant says which). */
+  x16?: DirectRows;
 }
 
 export type MatmulVariant = 'rows' | 'tile128' | 'tile64v' | 'tile64' | 'tc' | 'tc_direct';
@@ -268,6 +271,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   const shape = { M, N, K, transA, transB };
   const v = variant ?? pickMatmulVariant(gpu, shape, { a: a.dtype, b: b.dtype });
   if (!matmulSupports(v, shape)) throw new ShapeError(`${name}: variant ${v} cannot compute ${M}x${N}x${K} (transA ${transA}, transB ${transB})`);
+  if (opts.x16 && v !== 'tc_direct') throw new ShapeError(`${name}: f16 rows of ${opts.x16.source.label} were given, but ${M}x${N}x${K} runs on ${v}, not tc_direct`);
   const dispatch = (target: Tensor, uniforms: Uniforms, workgroups: readonly [number, number?, number?]) =>
     gpu.dispatch({
       shader: `matmul_${v}`,
@@ -288,7 +292,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   } else if (v === 'tc_direct') {
     const plan = tensorCoreDirectPlan(gpu, shape, a.dtype, b.dtype, opts.tcSplits);
     if (typeof plan === 'string') throw new TensorCoreError(`${name}: cannot run ${M}x${N}x${K} on direct tensor cores here: ${plan}`);
-    dispatchTensorCoreDirect(gpu, plan, a, b, out, shape, alpha, accumulate, name);
+    dispatchTensorCoreDirect(gpu, plan, a, b, out, shape, alpha, accumulate, name, opts.x16);
   } else if (v === 'rows') {
     dispatch(out, params(accumulate, alpha, 0), [ceilDiv(N, ROWS_COLS_PER_WORKGROUP)]);
   } else if (v === 'tile128') {

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { f16BitsToF32, roundF16 } from '../../src/gpu/dtype.ts';
 import { u32s } from '../../src/gpu/uniforms.ts';
 import { matmulWith, pickMatmulVariant, setMatmulPolicy } from '../../src/kernels/matmul.ts';
-import { absmaxScales, TC_TILES, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from '../../src/kernels/matmul-tc.ts';
+import { absmaxScales, castDirectRows, TC_TILES, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from '../../src/kernels/matmul-tc.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { matmulRef } from '../ref/matmul.ts';
@@ -136,7 +136,24 @@ describe('matmul tc', () => {
     }
   });
 
+  it.skipIf(noTensorCores !== null)('direct: one f16 cast of x serves several products, with the numbers of a cast each; rows of another x are refused', async () => {
+    const [M, K] = [150, 1024];
+    const x = gpu.upload(randn(M * K, 21), [M, K], 'f32', 'x');
+    const other = gpu.upload(randn(M * K, 22), [M, K], 'f32', 'other');
+    const rows = castDirectRows(gpu, x, 'q+k');
+    for (const N of [2048, 1024]) {
+      const w = gpu.upload(roundF16(randn(N * K, N)), [N, K], 'f16', 'w');
+      const shared = await gpu.readF32(matmulWith(gpu, 'tc_direct', x, w, { transB: true, x16: rows }));
+      const own = await gpu.readF32(matmulWith(gpu, 'tc_direct', x, w, { transB: true }));
+      expect(shared).toEqual(own);
+      expect(() => matmulWith(gpu, 'tc_direct', other, w, { transB: true, x16: rows })).toThrow(/cast from x \[150,1024\], not from other/);
+      expect(() => matmulWith(gpu, 'tile64', x, w, { transB: true, x16: rows })).toThrow(/runs on tile64, not tc_direct/);
+    }
+    rows.release();
+  });
+
   it.skipIf(noTensorCores === null)('refuses where the device has no tensor cores, naming why; auto and tc policies keep the f32 kernels', () => {
+    expect(() => castDirectRows(gpu, gpu.tensor([4, 64], 'f32', 'x'), 'q+k+v')).toThrow(TensorCoreError);
     const x = gpu.upload(randn(128 * 64, 1), [128, 64], 'f32', 'x');
     const w = gpu.upload(randn(128 * 64, 2), [128, 64], 'f32', 'w');
     expect(() => matmulWith(gpu, 'tc', x, w, { transB: true })).toThrow(TensorCoreError);
