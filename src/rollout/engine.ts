@@ -329,8 +329,36 @@ export class RolloutEngine {
     this.lastSample = null;
   }
 
-  private async prefill(admitted: Sequence[]): Promise<void> {
+  /** Prefills the admitted sequences, then whoever else can be admitted meanwhile, one forward each. Each next
+   * prefill is recorded before the draws of the one before are read, so the GPU does not wait while the host
+   * records it (with per-row adapters and shapes that change from one prefill to the next, tens of ms). */
+  private async prefill(first: Sequence[]): Promise<void> {
     this.dropLastSample();
+    const inflight: InFlightStep[] = [this.recordPrefill(first)];
+    try {
+      for (;;) {
+        const more = this.admit();
+        if (more.length) inflight.push(this.recordPrefill(more));
+        const cur = inflight[0]!;
+        await this.advance(cur);
+        inflight.shift();
+        if (!inflight.length) {
+          this.lastSample = { seqs: cur.seqs, sample: cur.sample };
+          return;
+        }
+        cur.sample.packed.release();
+      }
+    } catch (e) {
+      for (const f of inflight) {
+        await f.read.catch(() => {});
+        f.sample.packed.release();
+      }
+      throw e;
+    }
+  }
+
+  /** Records one prefill forward of the admitted sequences and their first draws, and starts reading those. */
+  private recordPrefill(admitted: Sequence[]): InFlightStep {
     const tokensOf = (s: Sequence) => [...s.promptIds, ...s.ids];
     const seqs: PagedSeq[] = admitted.map((s) => ({ pages: s.pages, cachedLen: s.cached, newTokens: tokensOf(s).length - s.cached }));
     const ids = Uint32Array.from(admitted.flatMap((s) => tokensOf(s).slice(s.cached)));
@@ -346,7 +374,7 @@ export class RolloutEngine {
     }
     this.stats.prefills++;
     this.running.push(...admitted);
-    await this.sampleAndAdvance(admitted, logits);
+    return this.recordSample(admitted, logits, 0);
   }
 
   private async decodeStep(): Promise<void> {
@@ -451,17 +479,6 @@ export class RolloutEngine {
     s.preemptions++;
     this.stats.preemptions++;
     this.waiting.unshift(s);
-  }
-
-  private async sampleAndAdvance(seqs: Sequence[], logits: Tensor): Promise<void> {
-    const step = this.recordSample(seqs, logits, 0);
-    try {
-      await this.advance(step);
-    } catch (e) {
-      step.sample.packed.release();
-      throw e;
-    }
-    this.lastSample = { seqs, sample: step.sample };
   }
 
   /** Records the draws of `logits` and starts reading them back: the forward and the draws go in one submit,

@@ -1,5 +1,6 @@
 // The engine's decode loop on the host side: one submit and one map per step, the sampled ids kept on
-// the GPU while the batch does not change, bind groups reused, no timer per step; and the tokens stay
+// the GPU while the batch does not change, bind groups reused, no timer per step, prefills in a row recorded
+// ahead; and the tokens stay
 // those of transformers' greedy continuation (the gqa-tied fixture) and of one-at-a-time runs.
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Gpu } from '../../src/gpu/gpu.ts';
@@ -96,6 +97,37 @@ describe('decode loop', () => {
     const third = e.generate('r', prompts[2]!, optsOf(2));
     const together = await Promise.all([...first, third]);
     together.forEach((r, i) => expect(r.ids).toEqual(alone[i]!));
+    await e.close();
+  });
+
+  it('prefills that follow each other are recorded before the one before is read, with the tokens of one at a time', async () => {
+    // One prompt a prefill (the budget holds one), no shared prefixes: three prefills in a row.
+    const e = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', maxPrefillTokens: greedyPrompt.length, prefixSharing: false });
+    const opts = (i: number) => ({ maxNewTokens: 4, temperature: i === 0 ? 0 : 0.8, seed: 9 + i, ignoreEos: true });
+    const alone: number[][] = [];
+    for (let i = 0; i < 3; i++) alone.push((await e.generate('r', greedyPrompt, opts(i))).ids);
+    const events: string[] = [];
+    const queue = gpu.device.queue;
+    const submit = queue.submit;
+    const readBytes = gpu.readBytes;
+    queue.submit = function (this: GPUQueue, ...a: Parameters<GPUQueue['submit']>) {
+      events.push('submit');
+      return submit.apply(this, a);
+    };
+    gpu.readBytes = function (this: Gpu, ...a: Parameters<Gpu['readBytes']>) {
+      return readBytes.apply(this, a).then((r) => (events.push('read'), r));
+    };
+    const before = e.stats.prefills;
+    try {
+      const together = await Promise.all([0, 1, 2].map((i) => e.generate('r', greedyPrompt, opts(i))));
+      together.forEach((r, i) => expect(r.ids).toEqual(alone[i]!));
+    } finally {
+      queue.submit = submit;
+      gpu.readBytes = readBytes;
+    }
+    expect(e.stats.prefills - before).toBe(3);
+    // The second prefill went to the GPU before the first one's draws came back.
+    expect(events.slice(0, 3)).toEqual(['submit', 'submit', 'read']);
     await e.close();
   });
 
