@@ -335,10 +335,18 @@ export class RolloutEngine {
   private async prefill(first: Sequence[]): Promise<void> {
     this.dropLastSample();
     const inflight: InFlightStep[] = [this.recordPrefill(first)];
+    await this.readInOrder(inflight, () => {
+      const more = this.admit();
+      if (more.length) inflight.push(this.recordPrefill(more));
+    });
+  }
+
+  /** Reads the steps in flight in order, `recordMore` recording further ones behind them before each read;
+   * the last step's draws stay on the GPU as lastSample (the next step may take them as its ids). */
+  private async readInOrder(inflight: InFlightStep[], recordMore: () => void): Promise<void> {
     try {
       for (;;) {
-        const more = this.admit();
-        if (more.length) inflight.push(this.recordPrefill(more));
+        recordMore();
         const cur = inflight[0]!;
         await this.advance(cur);
         inflight.shift();
@@ -406,27 +414,11 @@ export class RolloutEngine {
     // it, so the GPU does not wait for the host to read the draws and record again. A step recorded ahead is
     // exactly what the next step would have been; rows of sequences that stop in between are dropped.
     const depth = this.runAheadDepth();
-    try {
-      for (;;) {
-        while (inflight.length <= depth && this.canRunAhead(seqs, inflight.length)) {
-          inflight.push(this.recordDecode(seqs, inflight[inflight.length - 1]!.sample.tokens, inflight.length));
-        }
-        const cur = inflight[0]!;
-        await this.advance(cur);
-        inflight.shift();
-        if (!inflight.length) {
-          this.lastSample = { seqs, sample: cur.sample };
-          return;
-        }
-        cur.sample.packed.release();
+    await this.readInOrder(inflight, () => {
+      while (inflight.length <= depth && this.canRunAhead(seqs, inflight.length)) {
+        inflight.push(this.recordDecode(seqs, inflight[inflight.length - 1]!.sample.tokens, inflight.length));
       }
-    } catch (e) {
-      for (const f of inflight) {
-        await f.read.catch(() => {});
-        f.sample.packed.release();
-      }
-      throw e;
-    }
+    });
   }
 
   /** Decode steps recorded ahead of the one being read: EngineOptions.runAhead, else 1, or 3 under Deno,
