@@ -145,6 +145,12 @@ const DIRECT_MAX_KS = 8;
 /** The least depth a subgroup of matmul_tc_direct keeps (8 steps of 16). */
 const DIRECT_MIN_KPART = 128;
 
+/** Rows of x as matmul_tc_direct reads it: M padded to whole tiles of FRAGS fragments. */
+function directPaddedRows(M: number, config: SubgroupMatrixConfig): number {
+  const bm = FRAGS * config.M;
+  return ceilDiv(M, bm) * bm;
+}
+
 /** How a x [M, K] f32 · W [N, K]ᵀ f16 product runs on matmul_tc_direct here, or the reason it cannot; `splits`
  * fixes the subgroups a workgroup (1, 2, 4 or 8; default: by shape). */
 export function tensorCoreDirectPlan(gpu: Gpu, s: TcShape, da: DType, db: DType, splits?: number): TcDirectPlan | string {
@@ -156,7 +162,7 @@ export function tensorCoreDirectPlan(gpu: Gpu, s: TcShape, da: DType, db: DType,
   const [bm, bn] = [FRAGS * config.M, FRAGS * config.N];
   if (s.N % bn !== 0) return `N ${s.N} is not a multiple of ${bn}`;
   if (s.K % config.K !== 0 || s.K % 2 !== 0) return `K ${s.K} is not a multiple of ${config.K} (and even)`;
-  const mp = ceilDiv(s.M, bm) * bm;
+  const mp = directPaddedRows(s.M, config);
   const tiles = (mp / bm) * (s.N / bn);
   let ks = 1;
   while (ks < DIRECT_MAX_KS && tiles * ks < DIRECT_SUBGROUPS && s.K % (2 * ks * config.K) === 0 && s.K / (2 * ks) >= DIRECT_MIN_KPART) ks *= 2;
@@ -189,8 +195,7 @@ export function castDirectRows(gpu: Gpu, x: Tensor, label: string): DirectRows {
   if (x.dtype !== 'f32' || x.shape.length !== 2) throw new TensorCoreError(`${label}: direct tensor cores cast f32 [M, K] rows, not ${x.label} ${x.dtype} [${x.shape}]`);
   const [M, K] = x.shape as [number, number];
   if (K % 2 !== 0) throw new TensorCoreError(`${label}: ${x.label} has an odd K ${K}: f16 rows pack two halves a word`);
-  const bm = FRAGS * largestConfig(gpu)!.M;
-  const mp = ceilDiv(M, bm) * bm;
+  const mp = directPaddedRows(M, largestConfig(gpu)!);
   const x16 = gpu.tensor([mp, K], 'f16', `${label}.x16`);
   const scale = gpu.tensor([mp], 'f32', `${label}.scale_x`);
   gpu.dispatch({
