@@ -3,7 +3,8 @@
 // intermediate saved, takes its gradient, and frees it before the next. Token log-probabilities
 // (and entropy) come from the fused log-softmax over the full vocabulary in row chunks, twice: once
 // to get logp for the loss, once more to turn d loss / d logp into d hidden — so no [T, vocab]
-// gradient for the whole batch is ever held.
+// gradient for the whole batch is ever held. A loss whose d loss / d logp is known before the forward
+// (lossAndGradientsAhead) takes both from one pass.
 // Gradients go to a TrainableLinearAdapter (one LoRA adapter, or per-row adapters: AdapterSet.rows) and, in
 // full-parameter mode, to one f32 gradient per base weight (accumulated: call repeatedly for
 // micro-batches, then step the optimizer).
@@ -92,11 +93,34 @@ export class BackwardError extends Error {
 /** Runs forward, the loss (on logp/entropy) and backward. Returns the loss function's result and the
  * token stats (the caller releases both). Gradients are added into the adapter / fullGrads. */
 export function lossAndGradients<R extends TokenGrads>(model: Qwen3Model, batch: TrainBatch, lossFn: (s: TokenStats) => R, opts: BackwardOptions = {}): { result: R; stats: TokenStats } {
+  return trainStep(model, batch, 'lossAndGradients', opts, (tape, hidden, targets) => {
+    const stats = tape.tokenStats(hidden, targets);
+    const result = lossFn({ logp: stats.logp, entropy: stats.entropy });
+    const dHidden = tape.hiddenGrad(hidden, targets, stats, result);
+    return { result, stats, dHidden };
+  });
+}
+
+/** lossAndGradients for a loss whose d loss / d logp (and d entropy) are known before the forward, because they do
+ * not depend on its numbers (GRPO's first pass over a batch: the ratio π/π_old is exactly 1). Each chunk of logits
+ * then gives its token stats and d hidden in one pass, so lm_head's product runs once instead of twice. `measure`
+ * runs on the stats afterwards (the loss's value and statistics); its result is returned as it is. */
+export function lossAndGradientsAhead<R>(model: Qwen3Model, batch: TrainBatch, grads: TokenGrads, measure: (s: TokenStats) => R, opts: BackwardOptions = {}): { result: R; stats: TokenStats } {
+  return trainStep(model, batch, 'lossAndGradientsAhead', opts, (tape, hidden, targets) => {
+    const { dHidden, ...stats } = tape.statsAndHiddenGrad(hidden, targets, grads);
+    return { result: measure({ logp: stats.logp, entropy: stats.entropy }), stats, dHidden };
+  });
+}
+
+/** What the output head gives the backward: the loss's result, the token stats (lse is released here) and d hidden. */
+type Head<R> = (tape: Tape, hidden: Tensor, targets: Tensor) => { result: R; stats: TokenStats & { lse: Tensor }; dHidden: Tensor };
+
+function trainStep<R>(model: Qwen3Model, batch: TrainBatch, name: string, opts: BackwardOptions, head: Head<R>): { result: R; stats: TokenStats } {
   const { gpu, config: c } = model;
   const T = batch.ids.length;
-  if (batch.targets.length !== T) throw new ModelInputError(`lossAndGradients: ${batch.targets.length} targets for ${T} tokens`);
+  if (batch.targets.length !== T) throw new ModelInputError(`${name}: ${batch.targets.length} targets for ${T} tokens`);
   const bad = batch.targets.find((t) => t >= c.vocabSize);
-  if (bad !== undefined) throw new ModelInputError(`lossAndGradients: target id ${bad} outside the vocabulary [0, ${c.vocabSize})`);
+  if (bad !== undefined) throw new ModelInputError(`${name}: target id ${bad} outside the vocabulary [0, ${c.vocabSize})`);
   const recompute = opts.recompute ?? true;
   const ctx = model.context({ ids: batch.ids, seqLens: batch.seqLens }, opts.adapter);
   const tape = new Tape(model, ctx, opts);
@@ -118,11 +142,9 @@ export function lossAndGradients<R extends TokenGrads>(model: Qwen3Model, batch:
   const norm = rmsnorm(gpu, x, model.weights.norm, c.rmsNormEps);
   const hidden = norm.y;
 
-  // Loss on logp / entropy, then d hidden from d logp chunk by chunk.
+  // Loss on logp / entropy, and d hidden from d logp chunk by chunk.
   const targets = gpu.upload(batch.targets, [T], 'u32', 'targets');
-  const stats = tape.tokenStats(hidden, targets);
-  const result = lossFn({ logp: stats.logp, entropy: stats.entropy });
-  const dHidden = tape.hiddenGrad(hidden, targets, stats, result);
+  const { result, stats, dHidden } = head(tape, hidden, targets);
   targets.release();
   stats.lse.release();
 
@@ -221,14 +243,13 @@ class Tape {
     return { h, logits: matmul(this.gpu, h, this.model.weights.lmHead, { transB: true, label: 'lm_head' }) };
   }
 
+  private statsTensors(T: number): TokenStats & { lse: Tensor } {
+    return { logp: this.gpu.tensor([T], 'f32', 'logp'), entropy: this.gpu.tensor([T], 'f32', 'entropy'), lse: this.gpu.tensor([T], 'f32', 'lse') };
+  }
+
   tokenStats(hidden: Tensor, targets: Tensor): TokenStats & { lse: Tensor } {
-    const T = hidden.shape[0]!;
-    const out = {
-      logp: this.gpu.tensor([T], 'f32', 'logp'),
-      entropy: this.gpu.tensor([T], 'f32', 'entropy'),
-      lse: this.gpu.tensor([T], 'f32', 'lse'),
-    };
-    this.forChunks(T, (r0, n) => {
+    const out = this.statsTensors(hidden.shape[0]!);
+    this.forChunks(hidden.shape[0]!, (r0, n) => {
       const { h, logits } = this.chunkLogits(hidden, r0, n);
       logprobs(this.gpu, logits, targets, { temperature: this.temperature, rowOffset: r0, out });
       logits.release();
@@ -238,20 +259,38 @@ class Tape {
   }
 
   hiddenGrad(hidden: Tensor, targets: Tensor, stats: { entropy: Tensor; lse: Tensor }, grads: TokenGrads): Tensor {
-    const [T, H] = hidden.shape as [number, number];
-    const lmHead = this.model.weights.lmHead;
-    const lmGrad = this.opts.fullGrads?.get(lmHead);
-    const dHidden = this.gpu.tensor([T, H], 'f32', 'd_hidden');
-    this.forChunks(T, (r0, n) => {
+    const dHidden = this.gpu.tensor(hidden.shape, 'f32', 'd_hidden');
+    this.forChunks(hidden.shape[0]!, (r0, n) => {
       const { h, logits } = this.chunkLogits(hidden, r0, n);
-      const dLogits = logprobsBackward(this.gpu, logits, targets, stats, { dlogp: grads.dlogp, dentropy: grads.dentropy ?? undefined }, { temperature: this.temperature, rowOffset: r0 });
-      const dh = matmul(this.gpu, dLogits, lmHead, { label: 'lm_head.dx' });
-      if (lmGrad) matmul(this.gpu, dLogits, h, { transA: true, accumulate: true, out: lmGrad, label: 'lm_head.dw' });
-      this.gpu.copy(dh, dHidden, n * H * 4, 0, r0 * H * 4);
-      for (const t of [dh, dLogits]) t.release();
+      this.chunkHiddenGrad(h, logits, targets, stats, grads, r0, dHidden);
       if (h !== hidden) h.release();
     });
     return dHidden;
+  }
+
+  /** tokenStats and hiddenGrad from one product per chunk, for d loss / d logp known before the forward. */
+  statsAndHiddenGrad(hidden: Tensor, targets: Tensor, grads: TokenGrads): TokenStats & { lse: Tensor; dHidden: Tensor } {
+    const stats = this.statsTensors(hidden.shape[0]!);
+    const dHidden = this.gpu.tensor(hidden.shape, 'f32', 'd_hidden');
+    this.forChunks(hidden.shape[0]!, (r0, n) => {
+      const { h, logits } = this.chunkLogits(hidden, r0, n);
+      logprobs(this.gpu, logits, targets, { temperature: this.temperature, rowOffset: r0, out: stats });
+      this.chunkHiddenGrad(h, logits, targets, stats, grads, r0, dHidden);
+      if (h !== hidden) h.release();
+    });
+    return { ...stats, dHidden };
+  }
+
+  /** d hidden of one chunk's rows (h, from row r0) into dHidden, lm_head's weight gradient on the side; consumes the logits. */
+  private chunkHiddenGrad(h: Tensor, logits: Tensor, targets: Tensor, stats: { entropy: Tensor; lse: Tensor }, grads: TokenGrads, r0: number, dHidden: Tensor): void {
+    const [n, H] = h.shape as [number, number];
+    const lmHead = this.model.weights.lmHead;
+    const lmGrad = this.opts.fullGrads?.get(lmHead);
+    const dLogits = logprobsBackward(this.gpu, logits, targets, stats, { dlogp: grads.dlogp, dentropy: grads.dentropy ?? undefined }, { temperature: this.temperature, rowOffset: r0 });
+    const dh = matmul(this.gpu, dLogits, lmHead, { label: 'lm_head.dx' });
+    if (lmGrad) matmul(this.gpu, dLogits, h, { transA: true, accumulate: true, out: lmGrad, label: 'lm_head.dw' });
+    this.gpu.copy(dh, dHidden, n * H * 4, 0, r0 * H * 4);
+    for (const t of [dh, dLogits]) t.release();
   }
 
   normGrad(w: Tensor): { dw?: Tensor; accumulateDw?: boolean } {

@@ -5,6 +5,8 @@
 //  1. logp_old: a forward over every micro-batch before any update (verl recomputes old_log_prob the
 //     same way), through the same kernels as the training forward: with one epoch and one mini-batch
 //     the ratio π/π_old is exactly 1. The rollout engine's log-probs are kept only to measure drift.
+//     With one epoch and one mini-batch the loss's own forward gives logp_old, and (without a KL term) the
+//     gradient at ratio 1 is known before it, so lm_head runs once a micro-batch (lossAndGradientsAhead).
 //  2. per mini-batch: loss and gradients of each micro-batch (accumulated), then one AdamW step per
 //     adapter with its own global-norm clip (under isolated policies that is per role type, as the
 //     study's trainer updates each role's sub-batch separately; its loss is normalised over that role's
@@ -13,12 +15,12 @@
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { add } from '../kernels/elementwise.ts';
-import { lossAndGradients, nextTokenBatch, type TrainBatch, tokenLogprobs } from '../model/backward.ts';
+import { lossAndGradients, lossAndGradientsAhead, nextTokenBatch, type TokenStats, type TrainBatch, tokenLogprobs } from '../model/backward.ts';
 import type { AdapterSet } from '../model/lora.ts';
 import type { Qwen3Model } from '../model/qwen3.ts';
 import type { AdamW, StepResult } from '../optim/adamw.ts';
 import type { RoleType } from '../workflows/types.ts';
-import { type LossResult, type PolicyLossOptions, policyLoss, readSeqStats, releaseLossResult, type SeqStats } from './loss.ts';
+import { type LossResult, type PolicyLossOptions, policyLoss, policyLossGradsAtRatioOne, readSeqStats, releaseLossResult, type SeqStats } from './loss.ts';
 import type { Trajectory } from './trajectory.ts';
 
 export interface UpdateConfig {
@@ -271,35 +273,45 @@ function microStep(
   });
   const results: LossResult[] = [];
   const sums: Tensor[] = [];
+  const lossOpts = (name: string): PolicyLossOptions => ({ ...cfg.loss, seqTotal: seqTotal.get(name)!, tokenTotal: tokenTotal.get(name)! });
+  // One policyLoss per adapter (each normalised over its own sub-batch), their gradients summed.
+  const summed = (grads: { dlogp: Tensor; dentropy: Tensor | null }[]) => {
+    let { dlogp, dentropy } = grads[0]!;
+    for (const g of grads.slice(1)) {
+      sums.push((dlogp = add(gpu, dlogp, g.dlogp)));
+      if (dentropy && g.dentropy) sums.push((dentropy = add(gpu, dentropy, g.dentropy)));
+    }
+    return { dlogp, dentropy };
+  };
+  const measure = (s: TokenStats) => {
+    if (!oldT) {
+      oldT = gpu.tensor([T], 'f32', 'grpo.logp_old');
+      gpu.copy(s.logp, oldT, T * 4);
+    }
+    const logpOldT = oldT;
+    names.forEach((name, g) => {
+      results.push(policyLoss(gpu, { logp: s.logp, logpOld: logpOldT, advantages: advT, mask: masks[g]!, seqStarts: p.batch.seqStarts, entropy: s.entropy }, lossOpts(name)));
+    });
+  };
   const rows = adapters.rows(p.rowAdapters);
-  const { stats } = lossAndGradients(
-    model,
-    p.batch,
-    (s) => {
-      if (!oldT) {
-        oldT = gpu.tensor([T], 'f32', 'grpo.logp_old');
-        gpu.copy(s.logp, oldT, T * 4);
-      }
-      const logpOldT = oldT;
-      names.forEach((name, g) => {
-        results.push(
-          policyLoss(
-            gpu,
-            { logp: s.logp, logpOld: logpOldT, advantages: advT, mask: masks[g]!, seqStarts: p.batch.seqStarts, entropy: s.entropy },
-            { ...cfg.loss, seqTotal: seqTotal.get(name)!, tokenTotal: tokenTotal.get(name)! },
-          ),
-        );
-      });
-      let dlogp = results[0]!.dlogp;
-      let dentropy = results[0]!.dentropy;
-      for (const r of results.slice(1)) {
-        sums.push((dlogp = add(gpu, dlogp, r.dlogp)));
-        if (dentropy && r.dentropy) sums.push((dentropy = add(gpu, dentropy, r.dentropy)));
-      }
-      return { dlogp, dentropy };
-    },
-    { adapter: rows, temperature: cfg.temperature },
-  );
+  const opts = { adapter: rows, temperature: cfg.temperature };
+  let stats: TokenStats;
+  if (!logpOld && !cfg.loss.klCoef) {
+    // logp_old is this forward's own logp, so the gradient is known before it: lm_head runs once.
+    const ahead = names.map((name, g) => policyLossGradsAtRatioOne(gpu, { advantages: advT, mask: masks[g]!, seqStarts: p.batch.seqStarts, entropy: true }, lossOpts(name)));
+    sums.push(...ahead.flatMap((a) => [a.dlogp, ...(a.dentropy ? [a.dentropy] : [])]));
+    ({ stats } = lossAndGradientsAhead(model, p.batch, summed(ahead), measure, opts));
+  } else {
+    ({ stats } = lossAndGradients(
+      model,
+      p.batch,
+      (s) => {
+        measure(s);
+        return summed(results);
+      },
+      opts,
+    ));
+  }
   rows.release();
   // The reads are started (their copies recorded and the batch submitted) before the tensors go back to the
   // pool: later commands that reuse the buffers run after the copies.

@@ -198,6 +198,24 @@ export function policyLoss(gpu: Gpu, inputs: PolicyLossInputs, opts: PolicyLossO
   );
 }
 
+/** policyLoss's d loss / d logp and d loss / d entropy where logp = logp_old (a first pass over the batch: the ratio
+ * is exactly 1), before logp is known: there they depend on the advantages, mask and aggregation only, and this
+ * gives them bit for bit (the kernel sees logp − logp_old = 0, as it does at the real numbers). A KL term's gradient
+ * depends on logp, so klCoef must be 0. `entropy`: whether the loss will see entropy (then dentropy is returned). */
+export function policyLossGradsAtRatioOne(gpu: Gpu, inputs: Omit<PolicyLossInputs, 'logp' | 'logpOld' | 'refLogp' | 'entropy'> & { entropy: boolean }, opts: PolicyLossOptions = {}): { dlogp: Tensor; dentropy: Tensor | null } {
+  if ((opts.klCoef ?? 0) !== 0) throw new LossError(`${KERNEL}: with klCoef ${opts.klCoef} the gradient depends on logp; it cannot be known before the forward`);
+  // The mask stands in for logp and logp_old alike (any equal pair gives ratio 1) and for the entropy, which the
+  // gradient does not read.
+  const r = run(
+    gpu,
+    { objective: 0, logp: inputs.mask, logpOld: inputs.mask, advantages: inputs.advantages, mask: inputs.mask, seqStarts: inputs.seqStarts, refLogp: null, entropy: inputs.entropy ? inputs.mask : null },
+    opts,
+  );
+  r.loss.release();
+  r.stats.release();
+  return { dlogp: r.dlogp, dentropy: r.dentropy };
+}
+
 /** Token NLL (SFT): ℓ = −logp on masked tokens, aggregated like the policy loss. */
 export function nllLoss(
   gpu: Gpu,

@@ -7,13 +7,13 @@ import type { Gpu } from '../../src/gpu/gpu.ts';
 import type { Tensor } from '../../src/gpu/tensor.ts';
 import { logprobs } from '../../src/kernels/logprobs.ts';
 import { matmul } from '../../src/kernels/matmul.ts';
-import { lossAndGradients, nextTokenBatch, type TrainBatch } from '../../src/model/backward.ts';
+import { lossAndGradients, lossAndGradientsAhead, nextTokenBatch, type TrainBatch } from '../../src/model/backward.ts';
 import type { LoraAdapter, TrainableParam } from '../../src/model/lora.ts';
 import { loadPeft } from '../../src/model/peft.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
 import { DirectorySource } from '../../src/model/source.ts';
 import { loadQwen3 } from '../../src/model/weights.ts';
-import { type LossResult, nllLoss, policyLoss, releaseLossResult } from '../../src/rl/loss.ts';
+import { type LossResult, nllLoss, policyLoss, policyLossGradsAtRatioOne, releaseLossResult } from '../../src/rl/loss.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { relError } from '../helpers/random.ts';
 import { FIXTURE_MODELS } from '../helpers/tiny-qwen3.ts';
@@ -183,5 +183,45 @@ describe('GRPO policy loss through the model', () => {
       expect(Math.abs(fd - g[k]!) / Math.abs(g[k]!), `${p.name}[${k}]: analytic ${g[k]} vs finite difference ${fd}`).toBeLessThan(5e-3);
     }
     for (const t of [mask, advantages, logpOld]) t.release();
+  }, 400_000);
+
+  it('with the gradient known ahead (ratio 1), lm_head runs once a chunk and the gradients, logp and entropy are bit-equal', async () => {
+    const b = nextTokenBatch(SEQS);
+    const T = b.ids.length;
+    const mask = gpu.upload(responseMask(SEQS), [T], 'f32', 'mask');
+    const advantages = gpu.upload(ADVANTAGES, [SEQS.length], 'f32', 'advantages');
+    const opts = { entropyCoef: 0.01 };
+    const runs: { grads: Float32Array[]; logp: Float32Array; entropy: Float32Array; loss: number; lmHead: number }[] = [];
+    for (const ahead of [false, true]) {
+      zeroGrads();
+      let lmHead = 0;
+      const dispatch = gpu.dispatch.bind(gpu);
+      gpu.dispatch = (d) => {
+        if (d.label === 'lm_head') lmHead++;
+        return dispatch(d);
+      };
+      let loss: LossResult | undefined;
+      const measure = (s: { logp: Tensor; entropy: Tensor }) => (loss = policyLoss(gpu, { logp: s.logp, logpOld: s.logp, advantages, mask, seqStarts: b.seqStarts, entropy: s.entropy }, opts));
+      try {
+        const known = ahead ? policyLossGradsAtRatioOne(gpu, { advantages, mask, seqStarts: b.seqStarts, entropy: true }, opts) : null;
+        const { stats } = known ? lossAndGradientsAhead(model, b, known, measure, { adapter, chunkRows: 7 }) : lossAndGradients(model, b, measure, { adapter, chunkRows: 7 });
+        runs.push({ grads: await readGrads(), logp: await gpu.readF32(stats.logp), entropy: await gpu.readF32(stats.entropy), loss: (await gpu.readF32(loss!.loss))[0]!, lmHead });
+        stats.logp.release();
+        stats.entropy.release();
+        releaseLossResult(loss!);
+        known?.dlogp.release();
+        known?.dentropy?.release();
+      } finally {
+        gpu.dispatch = dispatch;
+      }
+    }
+    const chunks = Math.ceil(T / 7);
+    expect(runs.map((r) => r.lmHead)).toEqual([2 * chunks, chunks]);
+    expect(runs[0]!.grads.some((g) => g.some((v) => v !== 0))).toBe(true);
+    for (const [j, p] of params.entries()) expect(Array.from(runs[1]!.grads[j]!), p.name).toEqual(Array.from(runs[0]!.grads[j]!));
+    expect(Array.from(runs[1]!.logp)).toEqual(Array.from(runs[0]!.logp));
+    expect(Array.from(runs[1]!.entropy)).toEqual(Array.from(runs[0]!.entropy));
+    expect(runs[1]!.loss).toBe(runs[0]!.loss);
+    for (const t of [mask, advantages]) t.release();
   }, 400_000);
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { LOSS_AGG_MODES, LossError, nllLoss, policyLoss, readSeqStats, SEQ_STAT_FIELDS, summarizeByRole, type LossAggMode } from '../../src/rl/loss.ts';
+import { LOSS_AGG_MODES, LossError, nllLoss, policyLoss, policyLossGradsAtRatioOne, readSeqStats, SEQ_STAT_FIELDS, summarizeByRole, type LossAggMode } from '../../src/rl/loss.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { maxAbs, mixedError, randn, rng } from '../helpers/random.ts';
 import { policyLossRef, type PolicyLossRefOptions } from '../ref/policy-loss.ts';
@@ -112,6 +112,28 @@ describe('policy loss vs CPU reference', () => {
     const b = policyLoss(gpu, t, { entropyCoef: 0.01 });
     expect(Array.from(await gpu.readF32(a.dlogp))).toEqual(Array.from(await gpu.readF32(b.dlogp)));
     expect(Array.from(await gpu.readF32(a.stats))).toEqual(Array.from(await gpu.readF32(b.stats)));
+  });
+
+  it('gradients at ratio 1 before logp is known equal policyLoss at logp = logp_old, bit for bit, in every mode', async () => {
+    const gpu = await testGpu();
+    const x = makeInputs(CASES[2]!);
+    const t = upload(gpu, x);
+    for (const agg of LOSS_AGG_MODES) {
+      for (const o of [{ agg, normLength: 512 }, { agg, normLength: 512, entropyCoef: 0.01, dualClip: null, tokenTotal: 900, seqTotal: 90 }]) {
+        const at = policyLoss(gpu, { ...t, logpOld: t.logp, refLogp: undefined }, o);
+        const ahead = policyLossGradsAtRatioOne(gpu, { advantages: t.advantages, mask: t.mask, seqStarts: t.seqStarts, entropy: true }, o);
+        const want = await gpu.readF32(at.dlogp);
+        expect(want.some((v) => v !== 0)).toBe(true);
+        expect(Array.from(await gpu.readF32(ahead.dlogp)), agg).toEqual(Array.from(want));
+        expect(Array.from(await gpu.readF32(ahead.dentropy!)), agg).toEqual(Array.from(await gpu.readF32(at.dentropy!)));
+      }
+    }
+    // Not at another logp_old: there the ratio differs from 1 and so does the gradient.
+    const off = policyLoss(gpu, { ...t, refLogp: undefined });
+    const ahead = policyLossGradsAtRatioOne(gpu, { advantages: t.advantages, mask: t.mask, seqStarts: t.seqStarts, entropy: false });
+    expect(ahead.dentropy).toBeNull();
+    expect(Array.from(await gpu.readF32(ahead.dlogp))).not.toEqual(Array.from(await gpu.readF32(off.dlogp)));
+    expect(() => policyLossGradsAtRatioOne(gpu, { advantages: t.advantages, mask: t.mask, seqStarts: t.seqStarts, entropy: false }, { klCoef: 0.1 })).toThrow(/klCoef 0.1.*depends on logp/);
   });
 
   it('micro-batches with the mini-batch totals sum to the mini-batch loss', async () => {
