@@ -1,5 +1,5 @@
 // Training-step benchmark with random weights of a released Qwen3 shape (default Qwen3-0.6B): one LoRA step
-// (r64, alpha 32, all seven linears) = forward + backward with per-layer recomputation (lossAndGradients,
+// (r64, alpha 32, all seven linears) = forward + backward with per-layer recomputation (nllLossAndGradients,
 // chunked logprobs) + AdamW, on 8 packed sequences × 1024 tokens with the mean next-token NLL. Rows:
 //   training_lora_r64_8x1024_<preset>_<dtype>_tok_per_s    tokens / (time of one step), median of REPEATS steps
 //   ..._peak_memory                                       peak GPU memory of a step (pool: live + pooled), GiB
@@ -11,7 +11,7 @@
 //   node bin/troupe.mjs bench training --json --out training.jsonl   (Deno: deno task troupe bench training ...)
 //   python3 bench/torch/bench_training.py --out bench/torch/training.json
 import type { Gpu } from '../src/gpu/gpu.ts';
-import { defaultChunkRows, lossAndGradients, nextTokenBatch } from '../src/model/backward.ts';
+import { defaultChunkRows, nextTokenBatch } from '../src/model/backward.ts';
 import type { Qwen3Config } from '../src/model/config.ts';
 import { DEFAULT_LORA, LoraAdapter } from '../src/model/lora.ts';
 import { qwen3Preset } from '../src/model/presets.ts';
@@ -19,10 +19,11 @@ import { Qwen3Model } from '../src/model/qwen3.ts';
 import { largestTrainingBuffer } from '../src/model/train-memory.ts';
 import { randomQwen3Weights, releaseQwen3Weights } from '../src/model/weights.ts';
 import { AdamW } from '../src/optim/adamw.ts';
-import { nllLoss, releaseLossResult } from '../src/rl/loss.ts';
+import { releaseLossResult } from '../src/rl/loss.ts';
 import { mulberry32 } from '../src/util/mulberry32.ts';
 import { benchPreset } from './preset.ts';
 import { benchRow, type BenchRow } from './results.ts';
+import { nllLossAndGradients } from '../src/rl/nll-gradients.ts';
 
 const REPEATS = 3;
 
@@ -52,7 +53,7 @@ export async function benchTraining(gpu: Gpu, opts: { quick: boolean; preset?: s
   const T = batch.ids.length;
   const mask = gpu.upload(batch.mask, [T], 'f32', 'bench.mask');
   const step = async () => {
-    const { result, stats } = lossAndGradients(model, batch, (s) => nllLoss(gpu, { logp: s.logp, mask, seqStarts: batch.seqStarts }), { adapter, chunkRows, keepAttention: opts.keepAttention });
+    const { result, stats } = nllLossAndGradients(model, batch, mask, { adapter, chunkRows, keepAttention: opts.keepAttention });
     releaseLossResult(result);
     stats.logp.release();
     stats.entropy.release();

@@ -198,29 +198,44 @@ export function policyLoss(gpu: Gpu, inputs: PolicyLossInputs, opts: PolicyLossO
   );
 }
 
-/** policyLoss's d loss / d logp and d loss / d entropy where logp = logp_old (a first pass over the batch: the ratio
- * is exactly 1), before logp is known: there they depend on the advantages, mask and aggregation only, and this
- * gives them bit for bit (the kernel sees logp − logp_old = 0, as it does at the real numbers). A KL term's gradient
- * depends on logp, so klCoef must be 0. `entropy`: whether the loss will see entropy (then dentropy is returned). */
-export function policyLossGradsAtRatioOne(gpu: Gpu, inputs: Omit<PolicyLossInputs, 'logp' | 'logpOld' | 'refLogp' | 'entropy'> & { entropy: boolean }, opts: PolicyLossOptions = {}): { dlogp: Tensor; dentropy: Tensor | null } {
-  if ((opts.klCoef ?? 0) !== 0) throw new LossError(`${KERNEL}: with klCoef ${opts.klCoef} the gradient depends on logp; it cannot be known before the forward`);
-  // The mask stands in for logp and logp_old alike (any equal pair gives ratio 1) and for the entropy, which the
-  // gradient does not read.
-  const r = run(
-    gpu,
-    { objective: 0, logp: inputs.mask, logpOld: inputs.mask, advantages: inputs.advantages, mask: inputs.mask, seqStarts: inputs.seqStarts, refLogp: null, entropy: inputs.entropy ? inputs.mask : null },
-    opts,
-  );
-  r.loss.release();
-  r.stats.release();
-  return { dlogp: r.dlogp, dentropy: r.dentropy };
+/** d loss / d logp and d loss / d entropy before logp is known: where they do not depend on it (the policy loss at
+ * ratio 1, the NLL), the mask stands in for logp, logp_old and entropy, and the kernel gives the gradients bit for
+ * bit (it sees logp − logp_old = 0, as at the real numbers, and the gradient never reads the entropy). */
+function gradsAhead(gpu: Gpu, r: Resolved, opts: PolicyLossOptions): KnownGrads {
+  const res = run(gpu, r, opts);
+  res.loss.release();
+  res.stats.release();
+  return { dlogp: res.dlogp, dentropy: res.dentropy };
 }
+
+/** Gradients of a loss known before the forward (lossAndGradientsAhead); the caller releases them. */
+export interface KnownGrads {
+  dlogp: Tensor;
+  dentropy: Tensor | null;
+}
+
+/** policyLoss's gradients where logp = logp_old (a first pass over the batch: the ratio is exactly 1), before logp is
+ * known. A KL term's gradient depends on logp, so klCoef must be 0. `entropy`: whether the loss will see entropy
+ * (then dentropy is returned). */
+export function policyLossGradsAtRatioOne(gpu: Gpu, inputs: Omit<PolicyLossInputs, 'logp' | 'logpOld' | 'refLogp' | 'entropy'> & { entropy: boolean }, opts: PolicyLossOptions = {}): KnownGrads {
+  if ((opts.klCoef ?? 0) !== 0) throw new LossError(`${KERNEL}: with klCoef ${opts.klCoef} the gradient depends on logp; it cannot be known before the forward`);
+  const m = inputs.mask;
+  return gradsAhead(gpu, { objective: 0, logp: m, logpOld: m, advantages: inputs.advantages, mask: m, seqStarts: inputs.seqStarts, refLogp: null, entropy: inputs.entropy ? m : null }, opts);
+}
+
+/** nllLoss's gradients before logp is known (d loss / d logp is −weight·mask whatever logp is). */
+export function nllLossGrads(gpu: Gpu, inputs: Omit<LossInputs, 'logp' | 'entropy'> & { entropy: boolean }, opts: NllOptions = {}): KnownGrads {
+  const m = inputs.mask;
+  return gradsAhead(gpu, { objective: 1, logp: m, logpOld: null, advantages: null, mask: m, seqStarts: inputs.seqStarts, refLogp: null, entropy: inputs.entropy ? m : null }, { agg: 'token-mean', ...opts });
+}
+
+export type NllOptions = Pick<PolicyLossOptions, 'agg' | 'normLength' | 'tokenTotal' | 'seqTotal' | 'entropyCoef'>;
 
 /** Token NLL (SFT): ℓ = −logp on masked tokens, aggregated like the policy loss. */
 export function nllLoss(
   gpu: Gpu,
   inputs: LossInputs,
-  opts: Pick<PolicyLossOptions, 'agg' | 'normLength' | 'tokenTotal' | 'seqTotal' | 'entropyCoef'> = {},
+  opts: NllOptions = {},
 ): LossResult {
   return run(
     gpu,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { LOSS_AGG_MODES, LossError, nllLoss, policyLoss, policyLossGradsAtRatioOne, readSeqStats, SEQ_STAT_FIELDS, summarizeByRole, type LossAggMode } from '../../src/rl/loss.ts';
+import { LOSS_AGG_MODES, LossError, nllLoss, nllLossGrads, policyLoss, policyLossGradsAtRatioOne, readSeqStats, SEQ_STAT_FIELDS, summarizeByRole, type LossAggMode } from '../../src/rl/loss.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { maxAbs, mixedError, randn, rng } from '../helpers/random.ts';
 import { policyLossRef, type PolicyLossRefOptions } from '../ref/policy-loss.ts';
@@ -222,6 +222,20 @@ describe('token NLL and per-role summaries', () => {
     for (const agg of LOSS_AGG_MODES) {
       const res = nllLoss(gpu, { logp: t.logp, mask: t.mask, seqStarts: t.seqStarts }, { agg, normLength: 64 });
       await expectMatches(gpu, res, policyLossRef({ logp: x.logp, logpOld: x.logpOld, advantages: x.adv, mask: x.mask, seqStarts: x.starts }, { ...base, agg, normLength: 64, nll: true }));
+    }
+  });
+
+  it('NLL gradients known before logp equal nllLoss\'s, bit for bit, in every mode', async () => {
+    const gpu = await testGpu();
+    const t = upload(gpu, makeInputs(CASES[3]!));
+    for (const agg of LOSS_AGG_MODES) {
+      const o = { agg, normLength: 64, entropyCoef: 0.02, tokenTotal: 700 };
+      const res = nllLoss(gpu, { logp: t.logp, mask: t.mask, seqStarts: t.seqStarts, entropy: t.entropy }, o);
+      const known = nllLossGrads(gpu, { mask: t.mask, seqStarts: t.seqStarts, entropy: true }, o);
+      const want = await gpu.readF32(res.dlogp);
+      expect(want.some((v) => v !== 0)).toBe(true);
+      expect(Array.from(await gpu.readF32(known.dlogp)), agg).toEqual(Array.from(want));
+      expect(Array.from(await gpu.readF32(known.dentropy!)), agg).toEqual(Array.from(await gpu.readF32(res.dentropy!)));
     }
   });
 

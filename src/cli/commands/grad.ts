@@ -7,16 +7,17 @@ import { readFile } from 'node:fs/promises';
 import { atomicWriteFile, checkWritable } from '../../util/atomic-write.ts';
 import { Gpu } from '../../gpu/gpu.ts';
 import type { Tensor } from '../../gpu/tensor.ts';
-import { lossAndGradients, nextTokenBatch } from '../../model/backward.ts';
+import { nextTokenBatch } from '../../model/backward.ts';
 import { AdapterSet, fullParameters, type RowsTrainableAdapter, type TrainableParam } from '../../model/lora.ts';
 import { loadPeft } from '../../model/peft.ts';
 import { writeSafetensors } from '../../model/safetensors.ts';
 import { DirectorySource } from '../../model/source.ts';
 import { grpoGradients, packGrpoBatch, parseGrpoBatch } from '../../rl/grpo-batch.ts';
-import { LOSS_AGG_MODES, type LossAggMode, nllLoss, releaseLossResult } from '../../rl/loss.ts';
+import { LOSS_AGG_MODES, type LossAggMode, releaseLossResult } from '../../rl/loss.ts';
 import { numberOption, parse } from '../args.ts';
 import { UsageError, type Command } from '../command.ts';
 import { openModel, parseIds } from '../model-args.ts';
+import { nllLossAndGradients } from '../../rl/nll-gradients.ts';
 
 const GRPO_ONLY = ['batch', 'temperature', 'agg', 'clip-low', 'clip-high', 'dual-clip', 'kl-coef', 'entropy-coef', 'norm-length'] as const;
 
@@ -116,7 +117,7 @@ export const command: Command = {
         const batch = nextTokenBatch([ids]);
         const mask = gpu.upload(batch.mask, [ids.length], 'f32', 'grad.mask');
         const rows = rowsOf(ids.length);
-        const { result, stats } = lossAndGradients(model, batch, (s) => nllLoss(gpu, { logp: s.logp, mask, seqStarts: batch.seqStarts }, { agg: 'token-mean' }), { adapter: rows, fullGrads });
+        const { result, stats } = nllLossAndGradients(model, batch, mask, { adapter: rows, fullGrads });
         summary = { loss: (await gpu.readF32(result.loss))[0]! };
         rows?.release();
         releaseLossResult(result);

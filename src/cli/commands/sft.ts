@@ -1,5 +1,5 @@
 // `troupe sft`: full-parameter supervised fine-tuning (or training from a random init) of a Qwen3 model
-// on chat rows, through troupe's own backward (lossAndGradients + nllLoss, loss on the assistant's
+// on chat rows, through troupe's own backward (nllLossAndGradients: lm_head once a chunk, loss on the assistant's
 // response tokens only) and AdamW with f32 master weights (the model is held in f32: AdamW on f16
 // weights loses updates below half an f16 ulp). Writes a Hugging Face checkpoint directory
 // (config.json, model.safetensors, the tokenizer files, generation_config.json). It made the demo model.
@@ -8,7 +8,7 @@ import { atomicWriteFile } from '../../util/atomic-write.ts';
 import { join } from 'node:path';
 import { Gpu } from '../../gpu/gpu.ts';
 import type { Tensor } from '../../gpu/tensor.ts';
-import { lossAndGradients, nextTokenBatch } from '../../model/backward.ts';
+import { nextTokenBatch } from '../../model/backward.ts';
 import { parseQwen3Config, type Qwen3Config } from '../../model/config.ts';
 import { fullParameters } from '../../model/lora.ts';
 import { Qwen3Model } from '../../model/qwen3.ts';
@@ -18,12 +18,13 @@ import { type ChatMessage, Qwen3Tokenizer, TOKENIZER_FILES } from '../../model/t
 import { loadQwen3, randomQwen3Weights, releaseQwen3Weights } from '../../model/weights.ts';
 import { AdamW } from '../../optim/adamw.ts';
 import { cosineWithWarmup } from '../../optim/schedule.ts';
-import { nllLoss, releaseLossResult } from '../../rl/loss.ts';
+import { releaseLossResult } from '../../rl/loss.ts';
 import { mulberry32 } from '../../util/mulberry32.ts';
 import { numberOption, parse } from '../args.ts';
 import { UsageError, type Command } from '../command.ts';
 import { resolveModelDir } from '../model-args.ts';
 import { Progress } from '../progress.ts';
+import { nllLossAndGradients } from '../../rl/nll-gradients.ts';
 
 export class SftDataError extends Error {
   override name = 'SftDataError';
@@ -244,7 +245,7 @@ export const command: Command = {
         const batch = sftBatch(Array.from({ length: batchSize }, nextRow));
         const T = batch.ids.length;
         const mask = gpu.upload(batch.mask, [T], 'f32', 'sft.mask');
-        const { result, stats } = lossAndGradients(model, batch, (s) => nllLoss(gpu, { logp: s.logp, mask, seqStarts: batch.seqStarts }, { agg: 'token-mean' }), { fullGrads });
+        const { result, stats } = nllLossAndGradients(model, batch, mask, { fullGrads });
         const loss = (await gpu.readF32(result.loss))[0]!;
         releaseLossResult(result);
         for (const t of [stats.logp, stats.entropy, mask]) t.release();
