@@ -6,7 +6,9 @@
 //   while the current one is multiplied.
 // - f32 operands arrive with a power-of-two scale per row of op(a) / column of op(b) (shaders/
 //   absmax_scale.wgsl) that brings their largest entry near 2^15, so f16 neither overflows nor flushes
-//   small values (gradients) to zero; the epilogue divides the scales back out, exactly.
+//   small values (gradients) to zero; the fill multiplies them in (FILL_SCALE_A / _B) and the epilogue divides
+//   them back out, exactly. An f16 a may come already scaled (x·Wᵀ's x cast once, absmax_scale.wgsl rows_f16):
+//   then only the epilogue divides. The prefetched slice stays in the storage type (vec4<f16>: half the registers).
 // - Each subgroup owns 4 x 4 fragments of SM x SN, held in sixteen named accumulators: an array of 8 or
 //   more subgroup matrices indexed in loops is kept in local memory on the H200 (30 TFLOP/s against 630
 //   for named ones, bench/tc-probe.mjs), so the fragment loops are written out.
@@ -14,8 +16,9 @@
 //   and accumulation happen per element.
 // Variant consts: SM, SN, SK (the subgroup matrix config), WGM x WGN subgroups, SG (subgroup size), KT
 // (slice depth, a multiple of SK), TRANS_A, TRANS_B, VA, VB (elements per load of a / b: 4 when
-// the stored-contiguous dimension is a multiple of 4, else 1); aliases TA, TB (f32 or f16) and AV, BV
-// (vec4<TA> / TA: what one load reads).
+// the stored-contiguous dimension is a multiple of 4, else 1), FILL_SCALE_A, FILL_SCALE_B (the fill multiplies
+// the operand by its scales: f32 operands); aliases TA, TB (f32 or f16) and AV, BV (vec4<TA> / TA: what one
+// load reads).
 struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, _p0: u32, _p1: u32, _p2: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -71,13 +74,13 @@ fn scaleOfB(col: u32) -> f32 { return scaleB[min(min(col, p.N - 1u), arrayLength
 
 // VA (or VB) consecutive elements from (row, k) on; zeros outside the matrix (a load is all in or all out:
 // the contiguous dimension is a multiple of VA).
-fn loadA(row: u32, k: u32) -> vec4f {
-  if (row >= p.M || k >= p.K) { return vec4f(0.0); }
-  return vec4f(vec4<TA>(a[select(row * p.K + k, k * p.M + row, TRANS_A) / VA]));  // a vec4, or a scalar splat
+fn loadA(row: u32, k: u32) -> vec4<TA> {
+  if (row >= p.M || k >= p.K) { return vec4<TA>(); }
+  return vec4<TA>(a[select(row * p.K + k, k * p.M + row, TRANS_A) / VA]);  // a vec4, or a scalar splat
 }
-fn loadB(col: u32, k: u32) -> vec4f {
-  if (col >= p.N || k >= p.K) { return vec4f(0.0); }
-  return vec4f(vec4<TB>(b[select(k * p.N + col, col * p.K + k, TRANS_B) / VB]));
+fn loadB(col: u32, k: u32) -> vec4<TB> {
+  if (col >= p.N || k >= p.K) { return vec4<TB>(); }
+  return vec4<TB>(b[select(k * p.N + col, col * p.K + k, TRANS_B) / VB]);
 }
 
 // Scales of the VA rows a load covers (one row repeated when it runs along K).
@@ -90,23 +93,28 @@ fn scalesB(col: u32) -> vec4f {
   return vec4f(scaleOfB(col), scaleOfB(col + 1u), scaleOfB(col + 2u), scaleOfB(col + 3u));
 }
 
-// The u-th load of this thread's share of the slice at depth k0, scaled (VA or VB elements in a vec4).
-fn loadUnitA(u: u32, row0: u32, k0: u32, lid: u32) -> vec4f {
+// The u-th load of this thread's share of the slice at depth k0, scaled where the fill scales (VA or VB elements
+// in a vec4).
+fn loadUnitA(u: u32, row0: u32, k0: u32, lid: u32) -> vec4<TA> {
   let c = aCoord(lid + u * THREADS);
-  return loadA(row0 + c.x, k0 + c.y) * scalesA(row0 + c.x);
+  let v = loadA(row0 + c.x, k0 + c.y);
+  if (FILL_SCALE_A) { return v * vec4<TA>(scalesA(row0 + c.x)); }
+  return v;
 }
-fn loadUnitB(u: u32, col0: u32, k0: u32, lid: u32) -> vec4f {
+fn loadUnitB(u: u32, col0: u32, k0: u32, lid: u32) -> vec4<TB> {
   let c = bCoord(lid + u * THREADS);
-  return loadB(col0 + c.x, k0 + c.y) * scalesB(col0 + c.x);
+  let v = loadB(col0 + c.x, k0 + c.y);
+  if (FILL_SCALE_B) { return v * vec4<TB>(scalesB(col0 + c.x)); }
+  return v;
 }
 // ... converted to f16 in the staged tile (the VA elements of a load are consecutive there too).
-fn stageUnitA(u: u32, v: vec4f, lid: u32) {
+fn stageUnitA(u: u32, v: vec4<TA>, lid: u32) {
   let c = aCoord(lid + u * THREADS);
   let at = aAt(c.x, c.y);
   tileA[at] = f16(v.x);
   if (VA == 4) { tileA[at + 1u] = f16(v.y); tileA[at + 2u] = f16(v.z); tileA[at + 3u] = f16(v.w); }
 }
-fn stageUnitB(u: u32, v: vec4f, lid: u32) {
+fn stageUnitB(u: u32, v: vec4<TB>, lid: u32) {
   let c = bCoord(lid + u * THREADS);
   let at = bAt(c.x, c.y);
   tileB[at] = f16(v.x);
@@ -118,22 +126,22 @@ fn stageUnitB(u: u32, v: vec4f, lid: u32) {
 // loops whose every load waits before its store, measured on the H200: bench/RESULTS.md).
 const NAMED = VA == 4u && VB == 4u;
 const_assert !NAMED || ((UA == 1u || UA == 2u || UA == 4u || UA == 8u) && (UB == 1u || UB == 2u || UB == 4u || UB == 8u));
-var<private> va0: vec4f;
-var<private> va1: vec4f;
-var<private> va2: vec4f;
-var<private> va3: vec4f;
-var<private> va4: vec4f;
-var<private> va5: vec4f;
-var<private> va6: vec4f;
-var<private> va7: vec4f;
-var<private> vb0: vec4f;
-var<private> vb1: vec4f;
-var<private> vb2: vec4f;
-var<private> vb3: vec4f;
-var<private> vb4: vec4f;
-var<private> vb5: vec4f;
-var<private> vb6: vec4f;
-var<private> vb7: vec4f;
+var<private> va0: vec4<TA>;
+var<private> va1: vec4<TA>;
+var<private> va2: vec4<TA>;
+var<private> va3: vec4<TA>;
+var<private> va4: vec4<TA>;
+var<private> va5: vec4<TA>;
+var<private> va6: vec4<TA>;
+var<private> va7: vec4<TA>;
+var<private> vb0: vec4<TB>;
+var<private> vb1: vec4<TB>;
+var<private> vb2: vec4<TB>;
+var<private> vb3: vec4<TB>;
+var<private> vb4: vec4<TB>;
+var<private> vb5: vec4<TB>;
+var<private> vb6: vec4<TB>;
+var<private> vb7: vec4<TB>;
 fn fetch(row0: u32, col0: u32, k0: u32, lid: u32) {
   va0 = loadUnitA(0u, row0, k0, lid);
   if (UA > 1u) { va1 = loadUnitA(1u, row0, k0, lid); }

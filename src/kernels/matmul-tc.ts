@@ -178,9 +178,9 @@ export function tensorCoreDirectPlan(gpu: Gpu, s: TcShape, da: DType, db: DType,
   return { config, subgroupSize, ks, kPart: s.K / ks, bm, bn, mp };
 }
 
-/** x [M, K] f32 as matmul_tc_direct reads it: cast to f16 with power-of-two row scales, padded with zero rows to
- * whole tiles (mp rows). Products that share their input (q, k, v; gate, up) cast it once (MatmulOptions.x16);
- * release() once the last of them is recorded. */
+/** x [M, K] f32 as matmul_tc_direct (and the tiled kernel, tiledCastsA) reads it: cast to f16 with power-of-two row
+ * scales, padded with zero rows to whole tiles (mp rows). Products that share their input (q, k, v; gate, up) cast
+ * it once (MatmulOptions.x16); release() once the last of them is recorded. */
 export interface DirectRows {
   readonly source: Tensor;
   readonly x16: Tensor;
@@ -268,11 +268,25 @@ export function absmaxScales(gpu: Gpu, x: Tensor, R: number, L: number, strided:
   return out;
 }
 
-/** out = alpha·op(a)·op(b) (+ out) on tensor cores; shapes already checked by matmul(). */
-export function dispatchTensorCore(gpu: Gpu, plan: TcPlan, a: Tensor, b: Tensor, out: Tensor, s: TcShape, alpha: number, accumulate: boolean, label: string): void {
+/** Whether the tiled kernel takes a as f16 rows cast once (castDirectRows) rather than f32 scaled in its fill: an
+ * f32 a [M, K] with even K. Each workgroup column re-reads its rows of a, so half the bytes pays for the cast as soon
+ * as a product has two columns of tiles. */
+export function tiledCastsA(s: Pick<TcShape, 'K' | 'transA'>, da: DType): boolean {
+  return !s.transA && da === 'f32' && s.K % 2 === 0;
+}
+
+/** out = alpha·op(a)·op(b) (+ out) on tensor cores; shapes already checked by matmul(). `rows`: a already cast
+ * (castDirectRows of this a, where tiledCastsA), else it is cast here. */
+export function dispatchTensorCore(gpu: Gpu, plan: TcPlan, a: Tensor, b: Tensor, out: Tensor, s: TcShape, alpha: number, accumulate: boolean, label: string, rows?: DirectRows): void {
+  const casts = tiledCastsA(s, a.dtype);
+  if (rows && (!casts || rows.source !== a || rows.x16.shape[1] !== s.K)) {
+    throw new TensorCoreError(`${label}: the f16 rows given were cast from ${rows.source.label} [${rows.source.shape}], not from ${a.label} [${a.shape}] as this product takes it`);
+  }
+  const cast = casts ? (rows ?? castDirectRows(gpu, a, label)) : null;
   const t: TcTile = TC_TILES[plan.tile];
   const { M: SM, N: SN, K: SK } = plan.config;
-  const sa = a.dtype === 'f32' ? absmaxScales(gpu, a, s.M, s.K, s.transA, `${label}.scale_a`) : null;
+  const A = cast ? cast.x16 : a;
+  const sa = cast || a.dtype === 'f16' ? null : absmaxScales(gpu, a, s.M, s.K, s.transA, `${label}.scale_a`);
   const sb = b.dtype === 'f32' ? absmaxScales(gpu, b, s.N, s.K, !s.transB, `${label}.scale_b`) : null;
   // vec4 loads where the stored-contiguous dimension allows
   const VA = (s.transA ? s.M : s.K) % 4 === 0 ? 4 : 1;
@@ -281,16 +295,20 @@ export function dispatchTensorCore(gpu: Gpu, plan: TcPlan, a: Tensor, b: Tensor,
     shader: 'matmul_tc_tiled',
     variant: {
       enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
-      aliases: { TA: a.dtype, TB: b.dtype, AV: VA === 4 ? `vec4<${a.dtype}>` : a.dtype, BV: VB === 4 ? `vec4<${b.dtype}>` : b.dtype },
-      consts: { SM, SN, SK, WGM: t.wgm, WGN: t.wgn, SG: plan.subgroupSize, KT: t.kt, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB },
+      aliases: { TA: A.dtype, TB: b.dtype, AV: VA === 4 ? `vec4<${A.dtype}>` : A.dtype, BV: VB === 4 ? `vec4<${b.dtype}>` : b.dtype },
+      consts: {
+        SM, SN, SK, WGM: t.wgm, WGN: t.wgn, SG: plan.subgroupSize, KT: t.kt, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB,
+        FILL_SCALE_A: sa !== null, FILL_SCALE_B: sb !== null,
+      },
     },
     uniforms: new Uniforms().u32(s.M).u32(s.N).u32(s.K).u32(accumulate ? 1 : 0).f32(alpha).u32(0).u32(0).u32(0),
-    bindings: [a, b, out, sa ?? one(gpu), sb ?? one(gpu)],
+    bindings: [A, b, out, cast ? cast.scale : (sa ?? one(gpu)), sb ?? one(gpu)],
     workgroups: [ceilDiv(s.N, plan.bn), ceilDiv(s.M, plan.bm)],
     label,
   });
   sa?.release();
   sb?.release();
+  if (cast && !rows) cast.release();
 }
 
 export class TensorCoreError extends Error {

@@ -27,8 +27,8 @@ export interface MatmulOptions {
   tcTile?: TcTileName;
   /** Subgroups a workgroup of the tc_direct variant, each over a part of K (default: by shape). */
   tcSplits?: number;
-  /** a already cast for the tc_direct variant (castDirectRows): products that share their input cast it once.
-   * Only where that variant runs (pickMatmulVariant says which). */
+  /** a already cast to f16 rows (castDirectRows) for the tensor-core variants: products that share their input cast
+   * it once. Only where tc_direct, or tc with tiledCastsA, runs (pickMatmulVariant says which). */
   x16?: DirectRows;
 }
 
@@ -271,7 +271,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   const shape = { M, N, K, transA, transB };
   const v = variant ?? pickMatmulVariant(gpu, shape, { a: a.dtype, b: b.dtype });
   if (!matmulSupports(v, shape)) throw new ShapeError(`${name}: variant ${v} cannot compute ${M}x${N}x${K} (transA ${transA}, transB ${transB})`);
-  if (opts.x16 && v !== 'tc_direct') throw new ShapeError(`${name}: f16 rows of ${opts.x16.source.label} were given, but ${M}x${N}x${K} runs on ${v}, not tc_direct`);
+  if (opts.x16 && v !== 'tc_direct' && v !== 'tc') throw new ShapeError(`${name}: f16 rows of ${opts.x16.source.label} were given, but ${M}x${N}x${K} runs on ${v}, not on tensor cores`);
   const dispatch = (target: Tensor, uniforms: Uniforms, workgroups: readonly [number, number?, number?]) =>
     gpu.dispatch({
       shader: `matmul_${v}`,
@@ -288,7 +288,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   if (v === 'tc') {
     const plan = tensorCorePlan(gpu, shape, opts.tcTile);
     if (typeof plan === 'string') throw new TensorCoreError(`${name}: cannot run ${M}x${N}x${K} on tensor cores here: ${plan}`);
-    dispatchTensorCore(gpu, plan, a, b, out, shape, alpha, accumulate, name);
+    dispatchTensorCore(gpu, plan, a, b, out, shape, alpha, accumulate, name, opts.x16);
   } else if (v === 'tc_direct') {
     const plan = tensorCoreDirectPlan(gpu, shape, a.dtype, b.dtype, opts.tcSplits);
     if (typeof plan === 'string') throw new TensorCoreError(`${name}: cannot run ${M}x${N}x${K} on direct tensor cores here: ${plan}`);

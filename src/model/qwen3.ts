@@ -15,7 +15,7 @@ import { attentionPaged, attentionPrefill, type AttentionDims } from '../kernels
 import { add } from '../kernels/elementwise.ts';
 import { embedding } from '../kernels/embedding.ts';
 import { matmul, matmulRowsGlu, matmulRowsParts, pickMatmulVariant, rowsGluApplies, rowsPartsApply } from '../kernels/matmul.ts';
-import { castDirectRows, type DirectRows } from '../kernels/matmul-tc.ts';
+import { castDirectRows, type DirectRows, tiledCastsA } from '../kernels/matmul-tc.ts';
 import { qkNormRope, qkNormRopeWritesCache } from '../kernels/qk-norm-rope.ts';
 import { addRmsnorm, rmsnorm } from '../kernels/rmsnorm.ts';
 import { rope } from '../kernels/rope.ts';
@@ -225,7 +225,7 @@ export class Qwen3Model {
     return embedding(this.gpu, this.weights.embed, ids);
   }
 
-  /** y [T, out] = x·Wᵀ (+ the adapter's delta for this layer and module); `x16`: x already cast for tc_direct. */
+  /** y [T, out] = x·Wᵀ (+ the adapter's delta for this layer and module); `x16`: x already cast for tensor cores. */
   linear(layer: number, module: LinearModule, x: Tensor, w: Tensor, ctx: LayerContext, x16?: DirectRows): Tensor {
     const y = matmul(this.gpu, x, w, { transB: true, label: module, x16 });
     ctx.adapter?.apply(this.gpu, layer, module, x, y);
@@ -233,14 +233,15 @@ export class Qwen3Model {
   }
 
   /** linear() for modules that share their input (q, k, v; gate, up): one matmul_rows dispatch for all of them
-   * where decode shapes run that kernel, and one f16 cast of x for all of them where they run on tc_direct; the
-   * same numbers either way. */
+   * where decode shapes run that kernel, and one f16 cast of x for all of them where they run on tensor cores
+   * (tc_direct, or tiled); the same numbers either way. */
   linears(layer: number, parts: readonly (readonly [LinearModule, Tensor])[], x: Tensor, ctx: LayerContext): Tensor[] {
     const weights = parts.map(([, w]) => w);
     if (!rowsPartsApply(this.gpu, x, weights)) {
       const [M, K] = x.shape as [number, number];
-      const direct = weights.every((w) => pickMatmulVariant(this.gpu, { M, N: w.shape[0]!, K, transA: false, transB: true }, { a: x.dtype, b: w.dtype }) === 'tc_direct');
-      const x16 = direct ? castDirectRows(this.gpu, x, parts.map(([m]) => m).join('+')) : undefined;
+      const variants = weights.map((w) => pickMatmulVariant(this.gpu, { M, N: w.shape[0]!, K, transA: false, transB: true }, { a: x.dtype, b: w.dtype }));
+      const shared = variants.every((v) => v === 'tc_direct') || (variants.every((v) => v === 'tc') && tiledCastsA({ K, transA: false }, x.dtype));
+      const x16 = shared ? castDirectRows(this.gpu, x, parts.map(([m]) => m).join('+')) : undefined;
       const ys = parts.map(([module, w]) => this.linear(layer, module, x, w, ctx, x16));
       x16?.release();
       return ys;

@@ -37,7 +37,10 @@ for (const [transA, transB] of [[false, true], [false, false], [true, false], [t
   }
   CASES.push({ M: 257, N: 70, K: 20, transA, transB, da: 'f32', db: 'f16', tile: '64x64k16' });
 }
-for (const tile of Object.keys(TC_TILES) as TcTileName[]) CASES.push({ M: 300, N: 200, K: 77, transA: false, transB: true, da: 'f32', db: 'f16', tile });
+// K 77: x scaled in the fill; K 78: x cast to f16 rows first (tiledCastsA)
+for (const tile of Object.keys(TC_TILES) as TcTileName[]) {
+  for (const K of [77, 78]) CASES.push({ M: 300, N: 200, K, transA: false, transB: true, da: 'f32', db: 'f16', tile });
+}
 CASES.push({ M: 192, N: 128, K: 1000, transA: false, transB: false, da: 'f32', db: 'f16', scale: 1e-9 }); // dY·W, tiny gradients
 CASES.push({ M: 64, N: 128, K: 4096, transA: true, transB: false, da: 'f32', db: 'f32', scale: 3e4 }); // large activations
 CASES.push({ M: 1, N: 64, K: 64, transA: false, transB: true, da: 'f32', db: 'f16' });
@@ -136,7 +139,7 @@ describe('matmul tc', () => {
     }
   });
 
-  it.skipIf(noTensorCores !== null)('direct: one f16 cast of x serves several products, with the numbers of a cast each; rows of another x are refused', async () => {
+  it.skipIf(noTensorCores !== null)('direct and tiled: one f16 cast of x serves several products, with the numbers of a cast each; rows of another x are refused', async () => {
     const [M, K] = [150, 1024];
     const x = gpu.upload(randn(M * K, 21), [M, K], 'f32', 'x');
     const other = gpu.upload(randn(M * K, 22), [M, K], 'f32', 'other');
@@ -147,7 +150,12 @@ describe('matmul tc', () => {
       const own = await gpu.readF32(matmulWith(gpu, 'tc_direct', x, w, { transB: true }));
       expect(shared).toEqual(own);
       expect(() => matmulWith(gpu, 'tc_direct', other, w, { transB: true, x16: rows })).toThrow(/cast from x \[150,1024\], not from other/);
-      expect(() => matmulWith(gpu, 'tile64', x, w, { transB: true, x16: rows })).toThrow(/runs on tile64, not tc_direct/);
+      expect(() => matmulWith(gpu, 'tile64', x, w, { transB: true, x16: rows })).toThrow(/runs on tile64, not on tensor cores/);
+      // the tiled kernel takes the same rows
+      const tiled = await gpu.readF32(matmulWith(gpu, 'tc', x, w, { transB: true, x16: rows }));
+      expect(tiled).toEqual(await gpu.readF32(matmulWith(gpu, 'tc', x, w, { transB: true })));
+      expect(relError(tiled, own)).toBeLessThan(1e-5);
+      expect(() => matmulWith(gpu, 'tc', other, w, { transB: true, x16: rows })).toThrow(/cast from x \[150,1024\], not from other/);
     }
     rows.release();
   });
