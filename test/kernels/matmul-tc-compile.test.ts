@@ -63,7 +63,8 @@ describe('matmul_tc_tiled compiles', () => {
           const header = variantHeader({
             enables: gpu.f16 ? ['f16'] : [],
             aliases: { TA: ta, TB: tb, AV: v === 4 ? `vec4<${ta}>` : ta, BV: v === 4 ? `vec4<${tb}>` : tb },
-            consts: { SM: 16, SN: 16, SK: 16, WGM: 1, WGN: 2, SG: 32, KT: 16, TRANS_A: transA, TRANS_B: transB, VA: v, VB: v },
+            consts: { SM: 16, SN: 16, SK: 16, WGM: 1, WGN: 2, SG: 32, KT: 16, TRANS_A: transA, TRANS_B: transB, VA: v, VB: v,
+              FILL_SCALE_A: ta === 'f32', FILL_SCALE_B: tb === 'f32' },
           });
           let code = header + standIn(SHADERS.matmul_tc_tiled!);
           // without shader-f16 (SwiftShader) the staged tiles are f32: the same code otherwise
