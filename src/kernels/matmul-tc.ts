@@ -268,11 +268,15 @@ export function absmaxScales(gpu: Gpu, x: Tensor, R: number, L: number, strided:
   return out;
 }
 
+/** The largest f16 copy of a the tiled kernel makes: the linears' inputs at 8192 rows fit (K 3072: 48 MiB), a logits
+ * gradient does not (2048 x 151936: 594 MiB, measured +0.7 GiB of peak memory in a training step for no speed). */
+export const TILED_CAST_MAX_BYTES = 64 * 2 ** 20;
+
 /** Whether the tiled kernel takes a as f16 rows cast once (castDirectRows) rather than f32 scaled in its fill: an
- * f32 a [M, K] with even K. Each workgroup column re-reads its rows of a, so half the bytes pays for the cast as soon
- * as a product has two columns of tiles. */
-export function tiledCastsA(s: Pick<TcShape, 'K' | 'transA'>, da: DType): boolean {
-  return !s.transA && da === 'f32' && s.K % 2 === 0;
+ * f32 a [M, K] with even K whose f16 copy fits TILED_CAST_MAX_BYTES. Each workgroup column re-reads its rows of a,
+ * so half the bytes pays for the cast as soon as a product has two columns of tiles. */
+export function tiledCastsA(s: Pick<TcShape, 'M' | 'K' | 'transA'>, da: DType): boolean {
+  return !s.transA && da === 'f32' && s.K % 2 === 0 && s.M * s.K * 2 <= TILED_CAST_MAX_BYTES;
 }
 
 /** out = alpha·op(a)·op(b) (+ out) on tensor cores; shapes already checked by matmul(). `rows`: a already cast

@@ -240,7 +240,7 @@ export class Qwen3Model {
     if (!rowsPartsApply(this.gpu, x, weights)) {
       const [M, K] = x.shape as [number, number];
       const variants = weights.map((w) => pickMatmulVariant(this.gpu, { M, N: w.shape[0]!, K, transA: false, transB: true }, { a: x.dtype, b: w.dtype }));
-      const shared = variants.every((v) => v === 'tc_direct') || (variants.every((v) => v === 'tc') && tiledCastsA({ K, transA: false }, x.dtype));
+      const shared = variants.every((v) => v === 'tc_direct') || (variants.every((v) => v === 'tc') && tiledCastsA({ M, K, transA: false }, x.dtype));
       const x16 = shared ? castDirectRows(this.gpu, x, parts.map(([m]) => m).join('+')) : undefined;
       const ys = parts.map(([module, w]) => this.linear(layer, module, x, w, ctx, x16));
       x16?.release();

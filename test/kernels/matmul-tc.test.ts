@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { f16BitsToF32, roundF16 } from '../../src/gpu/dtype.ts';
 import { u32s } from '../../src/gpu/uniforms.ts';
 import { matmulWith, pickMatmulVariant, setMatmulPolicy } from '../../src/kernels/matmul.ts';
-import { absmaxScales, castDirectRows, TC_TILES, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from '../../src/kernels/matmul-tc.ts';
+import { absmaxScales, castDirectRows, TC_TILES, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable, tiledCastsA } from '../../src/kernels/matmul-tc.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { matmulRef } from '../ref/matmul.ts';
@@ -46,6 +46,16 @@ CASES.push({ M: 64, N: 128, K: 4096, transA: true, transB: false, da: 'f32', db:
 CASES.push({ M: 1, N: 64, K: 64, transA: false, transB: true, da: 'f32', db: 'f16' });
 
 const name = (c: Case) => `${c.transA ? 'Aᵀ' : 'A'}·${c.transB ? 'Bᵀ' : 'B'} ${c.M}x${c.N}x${c.K} ${c.da}/${c.db}${c.tile ? ` ${c.tile}` : ''}${c.scale ? ` |a|~${c.scale}` : ''}`;
+
+describe('tiledCastsA', () => {
+  it('casts f32 x·Wᵀ inputs of even K up to the byte limit, never a logits gradient', () => {
+    expect(tiledCastsA({ M: 8192, K: 3072, transA: false }, 'f32')).toBe(true); // down_proj input of a training step
+    expect(tiledCastsA({ M: 8192, K: 3071, transA: false }, 'f32')).toBe(false); // odd K: the fill scales x
+    expect(tiledCastsA({ M: 8192, K: 3072, transA: true }, 'f32')).toBe(false);
+    expect(tiledCastsA({ M: 8192, K: 3072, transA: false }, 'f16')).toBe(false);
+    expect(tiledCastsA({ M: 2048, K: 151936, transA: false }, 'f32')).toBe(false); // lm_head.dx: 594 MiB of copy
+  });
+});
 
 describe('matmul tc', () => {
   for (const c of CASES) {
