@@ -14,6 +14,7 @@ import type { Tensor } from '../gpu/tensor.ts';
 import { Uniforms } from '../gpu/uniforms.ts';
 import { expectDtype, expectShape, ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
+import { type MatmulChoice, matmulTuning } from './matmul-tuning.ts';
 import { type DirectRows, dispatchTensorCore, dispatchTensorCoreDirect, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from './matmul-tc.ts';
 
 export interface MatmulOptions {
@@ -155,7 +156,30 @@ export function matmulPolicy(gpu: Gpu): MatmulPolicy {
 
 /** The variant matmul() picks on `gpu` for `shape` under its policy (tc_direct only when the operand types are given). */
 export function pickMatmulVariant(gpu: Gpu, shape: MatmulShape, dtypes?: OperandTypes): MatmulVariant {
+  return pickMatmul(gpu, shape, dtypes).variant;
+}
+
+/** The kernel (and its tile or K split) matmul() runs for this product on `gpu`: under the auto policy the tuned
+ * choice where a tuning table covers it (setMatmulTuning, src/kernels/matmul-tuning.ts; `tuned` false: never),
+ * else by shape. */
+export function pickMatmul(gpu: Gpu, shape: MatmulShape, dtypes?: OperandTypes, tuned = true): MatmulChoice {
   const policy = matmulPolicy(gpu);
+  if (tuned && policy === 'auto' && dtypes) {
+    const choice = matmulTuning(gpu)?.lookup(shape, dtypes);
+    if (choice && choiceRuns(gpu, choice, shape, dtypes)) return choice;
+  }
+  return { variant: heuristicVariant(gpu, policy, shape, dtypes) };
+}
+
+/** Whether this choice computes the shape here (a tuned count stands for fewer rows too, which some kernels' plans refuse). */
+export function choiceRuns(gpu: Gpu, c: MatmulChoice, s: MatmulShape, t: OperandTypes): boolean {
+  if (!matmulSupports(c.variant, s)) return false;
+  if (c.variant === 'tc') return typeof tensorCorePlan(gpu, s, c.tcTile) !== 'string';
+  if (c.variant === 'tc_direct') return typeof tensorCoreDirectPlan(gpu, s, t.a, t.b, c.tcSplits) !== 'string';
+  return true;
+}
+
+function heuristicVariant(gpu: Gpu, policy: MatmulPolicy, shape: MatmulShape, dtypes?: OperandTypes): MatmulVariant {
   const swiftShader = gpu.report.cpuDriver === 'SwiftShader';
   if (policy === 'auto') {
     if (prefersTensorCores(gpu, shape)) return 'tc';
@@ -269,7 +293,8 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   if (out.buffer === a.buffer || out.buffer === b.buffer) throw new ShapeError(`${name}: ${out.label} aliases an input`);
 
   const shape = { M, N, K, transA, transB };
-  const v = variant ?? pickMatmulVariant(gpu, shape, { a: a.dtype, b: b.dtype });
+  const picked: MatmulChoice = variant ? { variant } : pickMatmul(gpu, shape, { a: a.dtype, b: b.dtype });
+  const v = picked.variant;
   if (!matmulSupports(v, shape)) throw new ShapeError(`${name}: variant ${v} cannot compute ${M}x${N}x${K} (transA ${transA}, transB ${transB})`);
   if (opts.x16 && v !== 'tc_direct' && v !== 'tc') throw new ShapeError(`${name}: f16 rows of ${opts.x16.source.label} were given, but ${M}x${N}x${K} runs on ${v}, not on tensor cores`);
   const dispatch = (target: Tensor, uniforms: Uniforms, workgroups: readonly [number, number?, number?]) =>
@@ -286,11 +311,11 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   const accumulate = opts.accumulate ?? false;
   const alpha = opts.alpha ?? 1;
   if (v === 'tc') {
-    const plan = tensorCorePlan(gpu, shape, opts.tcTile);
+    const plan = tensorCorePlan(gpu, shape, opts.tcTile ?? picked.tcTile);
     if (typeof plan === 'string') throw new TensorCoreError(`${name}: cannot run ${M}x${N}x${K} on tensor cores here: ${plan}`);
     dispatchTensorCore(gpu, plan, a, b, out, shape, alpha, accumulate, name, opts.x16);
   } else if (v === 'tc_direct') {
-    const plan = tensorCoreDirectPlan(gpu, shape, a.dtype, b.dtype, opts.tcSplits);
+    const plan = tensorCoreDirectPlan(gpu, shape, a.dtype, b.dtype, opts.tcSplits ?? picked.tcSplits);
     if (typeof plan === 'string') throw new TensorCoreError(`${name}: cannot run ${M}x${N}x${K} on direct tensor cores here: ${plan}`);
     dispatchTensorCoreDirect(gpu, plan, a, b, out, shape, alpha, accumulate, name, opts.x16);
   } else if (v === 'rows') {

@@ -3,6 +3,7 @@
 import { appendFileSync } from 'node:fs';
 import type { BenchRow } from '../../../bench/results.ts';
 import { Gpu } from '../../gpu/gpu.ts';
+import { useTunedMatmuls } from '../run-setup.ts';
 import type { KernelTime } from '../../gpu/profiler.ts';
 import type { PhaseTime } from '../../gpu/timeline.ts';
 import { parse } from '../args.ts';
@@ -74,6 +75,7 @@ export async function runBench(
 ): Promise<BenchRow[]> {
   const gpu = await Gpu.create({ profile: opts.profile, timeline: opts.timeline });
   try {
+    await useTunedMatmuls(gpu);
     const rows = await suite.run(gpu, { quick: opts.quick, filter: opts.filter, extra: opts.extra });
     const lines = rows.map((r) => JSON.stringify(r));
     if (rows.length) console.log(opts.json ? lines.join('\n') : formatTable(rows));

@@ -2,6 +2,7 @@
 // prefill + paged-KV-cache decode, greedy or sampled on the GPU (temperature, top-p, seed); --n K draws
 // K samples in one batch (streams 0..K-1 of the seed); --adapter applies a PEFT LoRA adapter.
 import { Gpu } from '../../gpu/gpu.ts';
+import { useTunedMatmuls } from '../run-setup.ts';
 import { AdapterSet } from '../../model/lora.ts';
 import { loadPeft } from '../../model/peft.ts';
 import { DirectorySource } from '../../model/source.ts';
@@ -95,6 +96,7 @@ export const command: Command = {
     const promptIds = v.ids === undefined ? null : parseIds('generate', v.ids);
     const gpu = await Gpu.create();
     try {
+      await useTunedMatmuls(gpu);
       const { model, tokenizer } = await openModel(gpu, 'generate', v);
       let prompt: number[];
       if (promptIds) {

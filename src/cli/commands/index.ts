@@ -11,11 +11,13 @@ import { command as sft } from './sft.ts';
 import { command as start } from './start.ts';
 import { command as tokenize } from './tokenize.ts';
 import { command as train } from './train.ts';
+import { command as tune } from './tune.ts';
 
 export const COMMANDS: Command[] = [
   start,
   doctor,
   bench,
+  tune,
   tokenize,
   logits,
   generate,

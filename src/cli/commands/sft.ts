@@ -7,6 +7,7 @@ import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { atomicWriteFile } from '../../util/atomic-write.ts';
 import { join } from 'node:path';
 import { Gpu } from '../../gpu/gpu.ts';
+import { useTunedMatmuls } from '../run-setup.ts';
 import type { Tensor } from '../../gpu/tensor.ts';
 import { nextTokenBatch } from '../../model/backward.ts';
 import { parseQwen3Config, type Qwen3Config } from '../../model/config.ts';
@@ -178,6 +179,7 @@ export const command: Command = {
 
     const gpu = await Gpu.create();
     try {
+      await useTunedMatmuls(gpu);
       let config: Qwen3Config;
       let raw: Record<string, unknown>;
       let model: Qwen3Model;
