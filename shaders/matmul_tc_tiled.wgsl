@@ -4,6 +4,10 @@
 //   workgroup memory (coalesced loads along the stored-contiguous dimension, vec4 where that dimension is
 //   a multiple of 4, zero outside the matrix); with vec4 loads the next slice is fetched into registers
 //   while the current one is multiplied.
+// - STAGES 1: one staged slice, two barriers a slice (stage, multiply). STAGES 2: two, one barrier a slice: the
+//   next slice is staged into the other half right after this one's products, so a workgroup no longer waits
+//   for its fill between two barriers before it multiplies (the fill and the products took about the same time
+//   and ran one after the other: bench/RESULTS.md, 2026-12-02).
 // - f32 operands arrive with a power-of-two scale per row of op(a) / column of op(b) (shaders/
 //   absmax_scale.wgsl) that brings their largest entry near 2^15, so f16 neither overflows nor flushes
 //   small values (gradients) to zero; the fill multiplies them in (FILL_SCALE_A / _B) and the epilogue divides
@@ -15,7 +19,7 @@
 // - The epilogue passes each fragment through workgroup memory so that bounds checks, the scales, alpha
 //   and accumulation happen per element.
 // Variant consts: SM, SN, SK (the subgroup matrix config), WGM x WGN subgroups, SG (subgroup size), KT
-// (slice depth, a multiple of SK), TRANS_A, TRANS_B, VA, VB (elements per load of a / b: 4 when
+// (slice depth, a multiple of SK), STAGES (slices staged: 1 or 2), TRANS_A, TRANS_B, VA, VB (elements per load of a / b: 4 when
 // the stored-contiguous dimension is a multiple of 4, else 1), FILL_SCALE_A, FILL_SCALE_B (the fill multiplies
 // the operand by its scales: f32 operands); aliases TA, TB (f32 or f16) and AV, BV (vec4<TA> / TA: what one
 // load reads).
@@ -51,8 +55,9 @@ const UA = BM * KT / (VA * THREADS);  // loads of the op(a) slice each thread ma
 const UB = BN * KT / (VB * THREADS);
 const FRAG = SM * SN;
 
-var<workgroup> tileA: array<f16, A_TILE>;
-var<workgroup> tileB: array<f16, B_TILE>;
+const_assert STAGES == 1u || STAGES == 2u;
+var<workgroup> tileA: array<f16, STAGES * A_TILE>;
+var<workgroup> tileB: array<f16, STAGES * B_TILE>;
 var<workgroup> tileC: array<f32, WGM * WGN * FRAG>;
 
 // Row (of op(a)) and depth of the first element of the u-th load of a slice; consecutive u read
@@ -107,16 +112,16 @@ fn loadUnitB(u: u32, col0: u32, k0: u32, lid: u32) -> vec4<TB> {
   if (FILL_SCALE_B) { return v * vec4<TB>(scalesB(col0 + c.x)); }
   return v;
 }
-// ... converted to f16 in the staged tile (the VA elements of a load are consecutive there too).
-fn stageUnitA(u: u32, v: vec4<TA>, lid: u32) {
+// ... converted to f16 in staged slice s (the VA elements of a load are consecutive there too).
+fn stageUnitA(u: u32, v: vec4<TA>, lid: u32, s: u32) {
   let c = aCoord(lid + u * THREADS);
-  let at = aAt(c.x, c.y);
+  let at = s * A_TILE + aAt(c.x, c.y);
   tileA[at] = f16(v.x);
   if (VA == 4) { tileA[at + 1u] = f16(v.y); tileA[at + 2u] = f16(v.z); tileA[at + 3u] = f16(v.w); }
 }
-fn stageUnitB(u: u32, v: vec4<TB>, lid: u32) {
+fn stageUnitB(u: u32, v: vec4<TB>, lid: u32, s: u32) {
   let c = bCoord(lid + u * THREADS);
-  let at = bAt(c.x, c.y);
+  let at = s * B_TILE + bAt(c.x, c.y);
   tileB[at] = f16(v.x);
   if (VB == 4) { tileB[at + 1u] = f16(v.y); tileB[at + 2u] = f16(v.z); tileB[at + 3u] = f16(v.w); }
 }
@@ -152,21 +157,26 @@ fn fetch(row0: u32, col0: u32, k0: u32, lid: u32) {
   if (UB > 2u) { vb2 = loadUnitB(2u, col0, k0, lid); vb3 = loadUnitB(3u, col0, k0, lid); }
   if (UB > 4u) { vb4 = loadUnitB(4u, col0, k0, lid); vb5 = loadUnitB(5u, col0, k0, lid); vb6 = loadUnitB(6u, col0, k0, lid); vb7 = loadUnitB(7u, col0, k0, lid); }
 }
-fn stage(lid: u32) {
-  stageUnitA(0u, va0, lid);
-  if (UA > 1u) { stageUnitA(1u, va1, lid); }
-  if (UA > 2u) { stageUnitA(2u, va2, lid); stageUnitA(3u, va3, lid); }
-  if (UA > 4u) { stageUnitA(4u, va4, lid); stageUnitA(5u, va5, lid); stageUnitA(6u, va6, lid); stageUnitA(7u, va7, lid); }
-  stageUnitB(0u, vb0, lid);
-  if (UB > 1u) { stageUnitB(1u, vb1, lid); }
-  if (UB > 2u) { stageUnitB(2u, vb2, lid); stageUnitB(3u, vb3, lid); }
-  if (UB > 4u) { stageUnitB(4u, vb4, lid); stageUnitB(5u, vb5, lid); stageUnitB(6u, vb6, lid); stageUnitB(7u, vb7, lid); }
+fn stage(lid: u32, s: u32) {
+  stageUnitA(0u, va0, lid, s);
+  if (UA > 1u) { stageUnitA(1u, va1, lid, s); }
+  if (UA > 2u) { stageUnitA(2u, va2, lid, s); stageUnitA(3u, va3, lid, s); }
+  if (UA > 4u) { stageUnitA(4u, va4, lid, s); stageUnitA(5u, va5, lid, s); stageUnitA(6u, va6, lid, s); stageUnitA(7u, va7, lid, s); }
+  stageUnitB(0u, vb0, lid, s);
+  if (UB > 1u) { stageUnitB(1u, vb1, lid, s); }
+  if (UB > 2u) { stageUnitB(2u, vb2, lid, s); stageUnitB(3u, vb3, lid, s); }
+  if (UB > 4u) { stageUnitB(4u, vb4, lid, s); stageUnitB(5u, vb5, lid, s); stageUnitB(6u, vb6, lid, s); stageUnitB(7u, vb7, lid, s); }
 }
 
 // Scalar loads (a contiguous dimension that is not a multiple of 4): load and stage in one loop.
-fn fillScalar(row0: u32, col0: u32, k0: u32, lid: u32) {
-  for (var i = 0u; i < UA; i++) { stageUnitA(i, loadUnitA(i, row0, k0, lid), lid); }
-  for (var i = 0u; i < UB; i++) { stageUnitB(i, loadUnitB(i, col0, k0, lid), lid); }
+fn fillScalar(row0: u32, col0: u32, k0: u32, lid: u32, s: u32) {
+  for (var i = 0u; i < UA; i++) { stageUnitA(i, loadUnitA(i, row0, k0, lid), lid, s); }
+  for (var i = 0u; i < UB; i++) { stageUnitB(i, loadUnitB(i, col0, k0, lid), lid, s); }
+}
+
+// Staged slice s gets the slice at depth k0: from the prefetched registers (vec4 loads), else loaded now.
+fn fill(row0: u32, col0: u32, k0: u32, lid: u32, s: u32) {
+  if (NAMED) { stage(lid, s); } else { fillScalar(row0, col0, k0, lid, s); }
 }
 
 // Writes the fragment a subgroup just stored at tileC[mine..] to out at (row, col), element by element.
@@ -211,36 +221,51 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   var c33 = Acc();
 
   if (NAMED) { fetch(row0, col0, 0u, lid); }
-  for (var k0 = 0u; k0 < p.K; k0 += KT) {
-    workgroupBarrier();  // the previous slice's fragments are loaded
-    if (NAMED) { stage(lid); } else { fillScalar(row0, col0, k0, lid); }
+  if (STAGES == 2u) {  // slice 0 staged up front, then each slice stages the next one after its products
+    fill(row0, col0, 0u, lid, 0u);
     workgroupBarrier();
-    if (NAMED && k0 + KT < p.K) { fetch(row0, col0, k0 + KT, lid); }
+    if (NAMED && KT < p.K) { fetch(row0, col0, KT, lid); }
+  }
+  for (var k0 = 0u; k0 < p.K; k0 += KT) {
+    if (STAGES == 1u) {
+      workgroupBarrier();  // the previous slice's fragments are loaded
+      fill(row0, col0, k0, lid, 0u);
+      workgroupBarrier();
+      if (NAMED && k0 + KT < p.K) { fetch(row0, col0, k0 + KT, lid); }
+    }
+    let s = select(0u, (k0 / KT) % 2u, STAGES == 2u);
+    let ba = s * A_TILE;
+    let bb = s * B_TILE;
     for (var kk = 0u; kk < KT; kk += SK) {
-      let a0 = subgroupMatrixLoad<Left>(&tileA, aAt(r0, kk), TRANS_A, LDA);
-      let a1 = subgroupMatrixLoad<Left>(&tileA, aAt(r0 + 1u * SM, kk), TRANS_A, LDA);
-      let a2 = subgroupMatrixLoad<Left>(&tileA, aAt(r0 + 2u * SM, kk), TRANS_A, LDA);
-      let a3 = subgroupMatrixLoad<Left>(&tileA, aAt(r0 + 3u * SM, kk), TRANS_A, LDA);
-      var b = subgroupMatrixLoad<Right>(&tileB, bAt(c0, kk), TRANS_B, LDB);
+      let a0 = subgroupMatrixLoad<Left>(&tileA, ba + aAt(r0, kk), TRANS_A, LDA);
+      let a1 = subgroupMatrixLoad<Left>(&tileA, ba + aAt(r0 + 1u * SM, kk), TRANS_A, LDA);
+      let a2 = subgroupMatrixLoad<Left>(&tileA, ba + aAt(r0 + 2u * SM, kk), TRANS_A, LDA);
+      let a3 = subgroupMatrixLoad<Left>(&tileA, ba + aAt(r0 + 3u * SM, kk), TRANS_A, LDA);
+      var b = subgroupMatrixLoad<Right>(&tileB, bb + bAt(c0, kk), TRANS_B, LDB);
       c00 = subgroupMatrixMultiplyAccumulate(a0, b, c00);
       c10 = subgroupMatrixMultiplyAccumulate(a1, b, c10);
       c20 = subgroupMatrixMultiplyAccumulate(a2, b, c20);
       c30 = subgroupMatrixMultiplyAccumulate(a3, b, c30);
-      b = subgroupMatrixLoad<Right>(&tileB, bAt(c0 + 1u * SN, kk), TRANS_B, LDB);
+      b = subgroupMatrixLoad<Right>(&tileB, bb + bAt(c0 + 1u * SN, kk), TRANS_B, LDB);
       c01 = subgroupMatrixMultiplyAccumulate(a0, b, c01);
       c11 = subgroupMatrixMultiplyAccumulate(a1, b, c11);
       c21 = subgroupMatrixMultiplyAccumulate(a2, b, c21);
       c31 = subgroupMatrixMultiplyAccumulate(a3, b, c31);
-      b = subgroupMatrixLoad<Right>(&tileB, bAt(c0 + 2u * SN, kk), TRANS_B, LDB);
+      b = subgroupMatrixLoad<Right>(&tileB, bb + bAt(c0 + 2u * SN, kk), TRANS_B, LDB);
       c02 = subgroupMatrixMultiplyAccumulate(a0, b, c02);
       c12 = subgroupMatrixMultiplyAccumulate(a1, b, c12);
       c22 = subgroupMatrixMultiplyAccumulate(a2, b, c22);
       c32 = subgroupMatrixMultiplyAccumulate(a3, b, c32);
-      b = subgroupMatrixLoad<Right>(&tileB, bAt(c0 + 3u * SN, kk), TRANS_B, LDB);
+      b = subgroupMatrixLoad<Right>(&tileB, bb + bAt(c0 + 3u * SN, kk), TRANS_B, LDB);
       c03 = subgroupMatrixMultiplyAccumulate(a0, b, c03);
       c13 = subgroupMatrixMultiplyAccumulate(a1, b, c13);
       c23 = subgroupMatrixMultiplyAccumulate(a2, b, c23);
       c33 = subgroupMatrixMultiplyAccumulate(a3, b, c33);
+    }
+    if (STAGES == 2u) {
+      if (k0 + KT < p.K) { fill(row0, col0, k0 + KT, lid, 1u - s); }
+      workgroupBarrier();  // the next slice is staged, this one's fragments are loaded
+      if (NAMED && k0 + 2u * KT < p.K) { fetch(row0, col0, k0 + 2u * KT, lid); }
     }
   }
 

@@ -17,22 +17,29 @@ import { ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
 
 /** A workgroup tile: wgm x wgn subgroups of 4 x 4 fragments each (64 x 64 outputs with 16 x 16 fragments)
- * and kt-deep slices of op(a)/op(b) in workgroup memory. */
+ * and kt-deep slices of op(a)/op(b) in workgroup memory, one staged at a time or two (stages: the next staged
+ * while the current is multiplied, one barrier a slice instead of two). */
 export interface TcTile {
   wgm: number;
   wgn: number;
   kt: number;
+  stages: 1 | 2;
 }
 
-/** Named by their outputs with 16 x 16 fragments (the H200's) and k<slice depth>. */
+/** Named by their outputs with 16 x 16 fragments (the H200's), k<slice depth>, and d where two slices are staged. */
 export const TC_TILES = {
-  '128x128k16': { wgm: 2, wgn: 2, kt: 16 },
-  '128x128k32': { wgm: 2, wgn: 2, kt: 32 },
-  '256x128k16': { wgm: 4, wgn: 2, kt: 16 },
-  '128x256k16': { wgm: 2, wgn: 4, kt: 16 },
-  '64x128k16': { wgm: 1, wgn: 2, kt: 16 },
-  '128x64k16': { wgm: 2, wgn: 1, kt: 16 },
-  '64x64k16': { wgm: 1, wgn: 1, kt: 16 },
+  '128x128k16': { wgm: 2, wgn: 2, kt: 16, stages: 1 },
+  '128x128k32': { wgm: 2, wgn: 2, kt: 32, stages: 1 },
+  '256x128k16': { wgm: 4, wgn: 2, kt: 16, stages: 1 },
+  '128x256k16': { wgm: 2, wgn: 4, kt: 16, stages: 1 },
+  '64x128k16': { wgm: 1, wgn: 2, kt: 16, stages: 1 },
+  '128x64k16': { wgm: 2, wgn: 1, kt: 16, stages: 1 },
+  '64x64k16': { wgm: 1, wgn: 1, kt: 16, stages: 1 },
+  '128x128k16d': { wgm: 2, wgn: 2, kt: 16, stages: 2 },
+  '128x128k32d': { wgm: 2, wgn: 2, kt: 32, stages: 2 },
+  '256x128k16d': { wgm: 4, wgn: 2, kt: 16, stages: 2 },
+  '128x256k16d': { wgm: 2, wgn: 4, kt: 16, stages: 2 },
+  '64x128k16d': { wgm: 1, wgn: 2, kt: 16, stages: 2 },
 } as const satisfies Record<string, TcTile>;
 export type TcTileName = keyof typeof TC_TILES;
 
@@ -58,12 +65,12 @@ export interface TcPlan {
   bn: number;
 }
 
-/** Bytes of workgroup memory a tile takes (staged op(a), op(b), and one result fragment per subgroup). */
+/** Bytes of workgroup memory a tile takes (staged slices of op(a) and op(b), and one result fragment per subgroup). */
 export function tcTileBytes(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig): number {
   const [bm, bn] = [t.wgm * FRAGS * c.M, t.wgn * FRAGS * c.N];
   const a = shape.transA ? t.kt * (bm + PAD) : bm * (t.kt + PAD);
   const b = shape.transB ? bn * (t.kt + PAD) : t.kt * (bn + PAD);
-  return 2 * (a + b) + 4 * t.wgm * t.wgn * c.M * c.N;
+  return 2 * t.stages * (a + b) + 4 * t.wgm * t.wgn * c.M * c.N;
 }
 
 /** Why the device cannot run tensor-core products at all, or null when it can. */
@@ -78,17 +85,19 @@ export function tensorCoreUnavailable(gpu: Gpu): string | null {
   return null;
 }
 
-/** The default tile for an M x N product: the largest whose workgroups still cover a big GPU (132 SMs on an H200). */
-export function defaultTcTile(M: number, N: number): TcTileName {
+/** The default tile for an M x N product: the largest whose workgroups still cover a big GPU (132 SMs on an H200);
+ * 32-deep slices for dy·W (b [K, N]), which `troupe tune` found 1.01-1.08x faster at 2048-8192 rows on every
+ * Qwen3-0.6B projection and 1.5x on lm_head's (H200, 2026-12-04). */
+export function defaultTcTile(M: number, N: number, transB = true): TcTileName {
   const enough = (bm: number, bn: number) => ceilDiv(M, bm) * ceilDiv(N, bn) >= 128;
-  if (enough(128, 128)) return '128x128k16';
+  if (enough(128, 128)) return transB ? '128x128k16' : '128x128k32';
   if (enough(64, 128) && N >= M) return '64x128k16';
   if (enough(128, 64)) return '128x64k16';
   return '64x64k16';
 }
 
 /** How a product runs on tensor cores here, or the reason it cannot. */
-export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultTcTile(s.M, s.N)): TcPlan | string {
+export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultTcTile(s.M, s.N, s.transB)): TcPlan | string {
   const why = tensorCoreUnavailable(gpu);
   if (why) return why;
   const t: TcTile = TC_TILES[tile];
@@ -138,9 +147,10 @@ export interface TcDirectPlan {
   mp: number;
 }
 
-/** Subgroups in flight that matmul_tc_direct's K split aims for (an H200 has 132 SMs; 2026-12-03, 256 rows: gate_proj
- * 14.9 / 18.1 / 20.6 / 18.7 TFLOP/s with 1 / 2 / 4 / 8 subgroups a tile, down_proj 7.3 / 11.8 / 15.8 / 15.4). */
-const DIRECT_SUBGROUPS = 512;
+/** Subgroups in flight that matmul_tc_direct's K split aims for (an H200 has 132 SMs): the least split that reaches
+ * it is the one `troupe tune` measured fastest on every Qwen3-0.6B projection at 256-1024 rows (H200, 2026-12-04;
+ * 512, the earlier figure, gave half the split on most and ran them 1.1-1.2x slower). */
+const DIRECT_SUBGROUPS = 768;
 const DIRECT_MAX_KS = 8;
 /** The least depth a subgroup of matmul_tc_direct keeps (8 steps of 16). */
 const DIRECT_MIN_KPART = 128;
@@ -301,7 +311,7 @@ export function dispatchTensorCore(gpu: Gpu, plan: TcPlan, a: Tensor, b: Tensor,
       enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
       aliases: { TA: A.dtype, TB: b.dtype, AV: VA === 4 ? `vec4<${A.dtype}>` : A.dtype, BV: VB === 4 ? `vec4<${b.dtype}>` : b.dtype },
       consts: {
-        SM, SN, SK, WGM: t.wgm, WGN: t.wgn, SG: plan.subgroupSize, KT: t.kt, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB,
+        SM, SN, SK, WGM: t.wgm, WGN: t.wgn, SG: plan.subgroupSize, KT: t.kt, STAGES: t.stages, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB,
         FILL_SCALE_A: sa !== null, FILL_SCALE_B: sb !== null,
       },
     },

@@ -7,6 +7,8 @@
 //   tc             tensor cores (src/kernels/matmul-tc.ts), where the device has subgroup matrices: products
 //                  of at least 2048 rows that fill the GPU with 128x128 tiles; f16 inputs, f32 accumulation.
 //   tc_direct      tensor cores for fewer rows (128 to 2047: decode and rollout batches), x·Wᵀ with f16 W.
+// lm_head (a vocabulary of columns) runs tc_direct from 17 rows and tc from 128. A tuned table (troupe tune,
+// matmul-tuning.ts) overrides these choices per product where it covers one.
 // a and b are f32, or f16 storage when gpu.f16; accumulation and out are f32.
 import type { DType } from '../gpu/dtype.ts';
 import type { Gpu } from '../gpu/gpu.ts';
@@ -57,6 +59,11 @@ const TC_MIN_TILES = 128;
 /** Fewer rows than this stay on the f32 tiles (H200, 2026-12-03: at 64 rows matmul_tc_direct ran 0.50-0.98x of
  * them on the Qwen3-0.6B projections, at 256 rows 1.05-1.8x, lm_head 1.6x, at 512 rows 1.7-2.3x). */
 const DIRECT_MIN_ROWS = 128;
+/** A product with this many columns or more is an lm_head's (a vocabulary). Its x·Wᵀ leaves the f32 tiles from
+ * 17 rows on and takes the tiled tensor cores from DIRECT_MIN_ROWS on (H200, 2026-12-04, `troupe tune`: 151936
+ * columns at 32-64 rows 3.2x faster on matmul_tc_direct than on the f32 tiles, at 128-1024 rows 1.3x faster tiled
+ * than direct). */
+const VOCAB_MIN_COLS = 16384;
 
 /** Split-K for the 64-tiles: below this many output tiles, a K of at least SPLIT_MIN_K is cut into slices. */
 const SPLIT_MAX_TILES = 64;
@@ -93,7 +100,8 @@ export function matmulSupports(v: MatmulVariant, s: MatmulShape): boolean {
 
 /** Whether matmul's auto policy sends this product (of these operand types) to matmul_tc_direct on `gpu`. */
 export function prefersDirectTensorCores(gpu: Gpu, s: MatmulShape, dtypes?: OperandTypes): boolean {
-  if (!dtypes || s.M < DIRECT_MIN_ROWS || s.M >= TC_MIN_ROWS) return false;
+  const vocab = s.N >= VOCAB_MIN_COLS;
+  if (!dtypes || s.M < (vocab ? ROWS_MAX_M + 1 : DIRECT_MIN_ROWS) || s.M >= (vocab ? DIRECT_MIN_ROWS : TC_MIN_ROWS)) return false;
   return typeof tensorCoreDirectPlan(gpu, s, dtypes.a, dtypes.b) !== 'string';
 }
 
@@ -106,7 +114,8 @@ export interface OperandTypes {
 /** Whether matmul's auto policy sends this shape to tensor cores on `gpu`. */
 export function prefersTensorCores(gpu: Gpu, s: MatmulShape): boolean {
   if (tensorCoreUnavailable(gpu)) return false;
-  return s.M >= TC_MIN_ROWS && s.N >= 256 && s.K >= 256 && ceilDiv(s.M, 128) * ceilDiv(s.N, 128) >= TC_MIN_TILES && typeof tensorCorePlan(gpu, s) !== 'string';
+  const minRows = s.N >= VOCAB_MIN_COLS && s.transB && !s.transA ? DIRECT_MIN_ROWS : TC_MIN_ROWS;
+  return s.M >= minRows && s.N >= 256 && s.K >= 256 && ceilDiv(s.M, 128) * ceilDiv(s.N, 128) >= TC_MIN_TILES && typeof tensorCorePlan(gpu, s) !== 'string';
 }
 
 /** The variant matmul() runs for this shape. Under SwiftShader the rows kernel runs 5-10x slower than
