@@ -126,6 +126,7 @@ function fillForm(s: RunSettings): void {
   $<HTMLSelectElement>('workflow').value = s.workflow;
   $<HTMLSelectElement>('policy').value = s.policy;
   $<HTMLSelectElement>('dtype').value = s.dtype;
+  $<HTMLInputElement>('tune-matmuls').checked = s.tuneMatmuls;
 }
 
 function readSettings(): RunSettings {
@@ -134,6 +135,7 @@ function readSettings(): RunSettings {
   s.workflow = $<HTMLSelectElement>('workflow').value as RunSettings['workflow'];
   s.policy = $<HTMLSelectElement>('policy').value as RunSettings['policy'];
   s.dtype = $<HTMLSelectElement>('dtype').value as RunSettings['dtype'];
+  s.tuneMatmuls = $<HTMLInputElement>('tune-matmuls').checked;
   return s;
 }
 

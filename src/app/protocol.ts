@@ -39,6 +39,9 @@ export interface RunSettings {
   seed: number;
   /** Weights storage: 'auto' is f16 when the device has shader-f16. */
   dtype: 'auto' | 'f16' | 'f32';
+  /** Where this GPU has no tuned matmul table yet, make one for the model before training (troupe tune's work,
+   * kept in the browser's OPFS for later runs). A stored table is used either way. */
+  tuneMatmuls: boolean;
 }
 
 export type ToWorker =

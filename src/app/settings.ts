@@ -21,6 +21,7 @@ export const DEFAULT_SETTINGS: RunSettings = {
   validationTasks: 64,
   seed: 0,
   dtype: 'auto',
+  tuneMatmuls: false,
 };
 
 /** Problems with settings, one message each (empty: fine). */

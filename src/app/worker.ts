@@ -4,9 +4,14 @@
 // every record and sample back; pause/stop act between steps; 'export' answers with the PEFT files.
 // One run per worker: the page starts a fresh worker for the next run.
 import { Gpu } from '../gpu/gpu.ts';
+import { tuneMatmuls } from '../kernels/matmul-tune.ts';
+import { applyStoredTuning, saveTuning } from '../kernels/matmul-tune-store.ts';
+import { setMatmulTuning } from '../kernels/matmul-tuning.ts';
+import type { Qwen3Config } from '../model/config.ts';
 import { Qwen3Model } from '../model/qwen3.ts';
 import { FilesSource, UrlSource, type FileSource } from '../model/source.ts';
 import { Qwen3Tokenizer } from '../model/tokenizer.ts';
+import { DEFAULT_TUNE_ROWS, modelTuneShapes } from '../model/tune-shapes.ts';
 import { loadQwen3 } from '../model/weights.ts';
 import { Trainer } from '../rl/trainer.ts';
 import { builtinTasks } from '../tasks/builtin/index.ts';
@@ -88,6 +93,26 @@ function taskName(t: TaskChoice): string {
   return t.kind === 'builtin' ? t.name : `${t.taskKind}:${t.file.name}`;
 }
 
+/** A browser run's batches: up to 2048 rows (troupe tune's default goes on to a training step's 8192). */
+const BROWSER_TUNE_ROWS = DEFAULT_TUNE_ROWS.filter((r) => r <= 2048);
+
+/** This GPU's stored matmul table, or (when asked) a new one for the model's products, saved for later runs. */
+async function useTunedMatmuls(gpu: Gpu, config: Qwen3Config, weights: 'f16' | 'f32', tune: boolean): Promise<void> {
+  const stored = await applyStoredTuning(gpu);
+  if (stored) {
+    post({ type: 'log', message: stored.note });
+    return;
+  }
+  if (!tune) return;
+  setState('loading', 'tuning matmuls for this GPU');
+  const shapes = modelTuneShapes(config, weights, BROWSER_TUNE_ROWS);
+  const table = await tuneMatmuls(gpu, shapes, { onShape: (_e, done, total) => post({ type: 'progress', label: 'tuning matmuls', done, total, unit: 'items' }) });
+  const where = await saveTuning(gpu, table);
+  setMatmulTuning(gpu, table);
+  const faster = table.entries.filter((e) => e.autoSeconds > 1.03 * e.seconds).length;
+  post({ type: 'log', message: `matmul: ${table.entries.length} products tuned, ${faster} more than 3% faster than the heuristic's choice; kept in ${where}` });
+}
+
 async function waitWhilePaused(): Promise<void> {
   while (control.pause && !control.stop) await new Promise<void>((r) => (wake = r));
   wake = null;
@@ -114,6 +139,7 @@ async function start(m: Extract<ToWorker, { type: 'start' }>): Promise<void> {
     },
   });
   const model = new Qwen3Model(gpu, config, weights);
+  await useTunedMatmuls(gpu, config, s.dtype === 'auto' ? (gpu.f16 ? 'f16' : 'f32') : s.dtype, s.tuneMatmuls);
   setState('loading', 'loading the tokenizer');
   const tokenizer = await Qwen3Tokenizer.load(source);
   setState('loading', 'preparing tasks');

@@ -1,6 +1,6 @@
 // Where tuned matmul tables live: one JSON file per adapter and matmul shader source under the cache directory
-// (TROUPE_CACHE_DIR, else $XDG_CACHE_HOME/troupe, else ~/.cache/troupe) under Node and Deno, a localStorage entry
-// in a browser. The key hashes the runtime, the adapter's names and features and the shaders the candidates run,
+// (TROUPE_CACHE_DIR, else $XDG_CACHE_HOME/troupe, else ~/.cache/troupe) under Node and Deno, and in a browser (page
+// or worker) in the origin's private file system (OPFS), folder troupe-cache, beside the cached model files. The key hashes the runtime, the adapter's names and features and the shaders the candidates run,
 // so another GPU, driver string or kernel version never reads a table measured for something else.
 import type { Gpu } from '../gpu/gpu.ts';
 import { SHADERS } from '../generated/shaders.ts';
@@ -90,8 +90,15 @@ export function parseTuning(text: string, source: string, gpu: Gpu): MatmulTunin
 
 type Env = Record<string, string | undefined>;
 const env = (): Env => (globalThis as { process?: { env?: Env } }).process?.env ?? {};
-const storage = (): Storage | undefined => (globalThis as { localStorage?: Storage }).localStorage;
-const inBrowser = () => typeof (globalThis as { window?: unknown }).window !== 'undefined' && storage() !== undefined;
+/** A browser page or worker: OPFS, and neither Node nor Deno (which have no navigator.storage, or no OPFS in it). */
+const inBrowser = () =>
+  !('Deno' in globalThis) && !(globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node &&
+  typeof navigator !== 'undefined' && typeof navigator.storage?.getDirectory === 'function';
+const OPFS = 'opfs:troupe-cache/';
+
+async function opfsFolder(): Promise<FileSystemDirectoryHandle> {
+  return (await navigator.storage.getDirectory()).getDirectoryHandle('troupe-cache', { create: true });
+}
 
 /** The directory of tables under Node and Deno. */
 export function tuningDir(e: Env = env()): string {
@@ -101,17 +108,23 @@ export function tuningDir(e: Env = env()): string {
   throw new TuningError('no cache directory for tuned matmul tables: set TROUPE_CACHE_DIR (or HOME)');
 }
 
-/** Where this adapter's table is (or would be) kept: a file path, or `localStorage:<key>` in a browser. */
+/** Where this adapter's table is (or would be) kept: a file path, or `opfs:troupe-cache/<file>` in a browser. */
 export function tuningLocation(gpu: Gpu): string {
-  const name = `matmul-tuning-${tuningKey(gpu)}`;
-  return inBrowser() ? `localStorage:troupe.${name}` : `${tuningDir()}/${name}.json`;
+  const name = `matmul-tuning-${tuningKey(gpu)}.json`;
+  return inBrowser() ? `${OPFS}${name}` : `${tuningDir()}/${name}`;
 }
 
 export async function saveTuning(gpu: Gpu, t: MatmulTuning): Promise<string> {
   const where = tuningLocation(gpu);
   const text = serializeTuning(gpu, t);
-  if (where.startsWith('localStorage:')) {
-    storage()!.setItem(where.slice('localStorage:'.length), text);
+  if (where.startsWith(OPFS)) {
+    try {
+      const writable = await (await (await opfsFolder()).getFileHandle(where.slice(OPFS.length), { create: true })).createWritable();
+      await writable.write(text);
+      await writable.close(); // the file changes only here, whole
+    } catch (e) {
+      throw new TuningError(`${where}: cannot be written (${(e as Error).message})`);
+    }
     return where;
   }
   const spec = 'node:fs/promises'; // not resolved by browser bundlers
@@ -124,9 +137,15 @@ export async function saveTuning(gpu: Gpu, t: MatmulTuning): Promise<string> {
 /** This adapter's stored table, checked (parseTuning), or null where none was made. */
 export async function loadTuning(gpu: Gpu): Promise<MatmulTuning | null> {
   const where = tuningLocation(gpu);
-  if (where.startsWith('localStorage:')) {
-    const text = storage()!.getItem(where.slice('localStorage:'.length));
-    return text === null ? null : parseTuning(text, where, gpu);
+  if (where.startsWith(OPFS)) {
+    let text: string;
+    try {
+      text = await (await (await opfsFolder()).getFileHandle(where.slice(OPFS.length))).getFile().then((f) => f.text());
+    } catch (e) {
+      if ((e as DOMException).name === 'NotFoundError') return null;
+      throw new TuningError(`${where}: cannot be read (${(e as Error).message})`);
+    }
+    return parseTuning(text, where, gpu);
   }
   const spec = 'node:fs/promises';
   const fs = (await import(/* @vite-ignore */ spec)) as typeof import('node:fs/promises');

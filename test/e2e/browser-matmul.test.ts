@@ -4,6 +4,7 @@ import { randn, relError } from '../helpers/random.ts';
 import { matmulRef } from '../ref/matmul.ts';
 import { startBrowser, type Browser } from './browser.ts';
 import type { MatmulCase, MatmulPageResult } from './pages/matmul.ts';
+import type { TuneStorePageResult } from './pages/tune-store.ts';
 
 const CASES: MatmulCase[] = [
   { M: 1, N: 1, K: 1, transB: false, seed: 1 },
@@ -32,6 +33,18 @@ describe('browser (Chromium, WebGPU)', () => {
       expect(r.outputs[i]).toHaveLength(c.M * c.N);
       expect(relError(r.outputs[i]!, want)).toBeLessThan(1e-5);
     });
+    expect(browser!.errors).toEqual([]);
+  });
+
+  it('tunes matmuls, keeps the table in OPFS and loads it back; a corrupt table is refused by name', async () => {
+    const r = await browser!.run<TuneStorePageResult>('test/e2e/pages/tune-store.ts', null);
+    expect(r.where).toMatch(/^opfs:troupe-cache\/matmul-tuning-[0-9a-f]{8}\.json$/);
+    expect(r.saved).toBe(r.where);
+    expect(r.tuned).toBe(2);
+    expect(r.loaded).toBe(2);
+    expect(r.appliedEntries).toBe(2);
+    expect(r.appliedNote).toContain(r.where);
+    expect(r.corruptError).toContain(`TuningError: ${r.where}: not valid JSON`);
     expect(browser!.errors).toEqual([]);
   });
 
