@@ -6,7 +6,7 @@
 import { Gpu } from '../gpu/gpu.ts';
 import { tuneMatmuls } from '../kernels/matmul-tune.ts';
 import { applyStoredTuning, saveTuning } from '../kernels/matmul-tune-store.ts';
-import { setMatmulTuning } from '../kernels/matmul-tuning.ts';
+import { fasterThanHeuristic, setMatmulTuning } from '../kernels/matmul-tuning.ts';
 import type { Qwen3Config } from '../model/config.ts';
 import { Qwen3Model } from '../model/qwen3.ts';
 import { FilesSource, UrlSource, type FileSource } from '../model/source.ts';
@@ -109,8 +109,7 @@ async function useTunedMatmuls(gpu: Gpu, config: Qwen3Config, weights: 'f16' | '
   const table = await tuneMatmuls(gpu, shapes, { onShape: (_e, done, total) => post({ type: 'progress', label: 'tuning matmuls', done, total, unit: 'items' }) });
   const where = await saveTuning(gpu, table);
   setMatmulTuning(gpu, table);
-  const faster = table.entries.filter((e) => e.autoSeconds > 1.03 * e.seconds).length;
-  post({ type: 'log', message: `matmul: ${table.entries.length} products tuned, ${faster} more than 3% faster than the heuristic's choice; kept in ${where}` });
+  post({ type: 'log', message: `matmul: ${table.entries.length} products tuned, ${fasterThanHeuristic(table.entries)} more than 3% faster than the heuristic's choice; kept in ${where}` });
 }
 
 async function waitWhilePaused(): Promise<void> {

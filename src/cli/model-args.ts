@@ -10,7 +10,8 @@ import { Qwen3Model } from '../model/qwen3.ts';
 import { DirectorySource } from '../model/source.ts';
 import { checkTokenIds, TokenIdError, U32_LIMIT } from '../model/token-ids.ts';
 import { Qwen3Tokenizer } from '../model/tokenizer.ts';
-import { loadQwen3, randomQwen3Weights, type WeightDType } from '../model/weights.ts';
+import type { Qwen3Config } from '../model/config.ts';
+import { loadQwen3, randomQwen3Weights, readQwen3Config, type WeightDType } from '../model/weights.ts';
 import { UsageError } from './command.ts';
 
 export const MODEL_OPTIONS = {
@@ -73,12 +74,23 @@ export async function openModel(gpu: Gpu, command: string, v: ModelArgs): Promis
     const { config, weights } = await loadQwen3(gpu, source, { dtype });
     return { model: new Qwen3Model(gpu, config, weights), tokenizer: await Qwen3Tokenizer.load(source) };
   }
-  const want = v['random-weights']!.toLowerCase();
-  const name = Object.keys(QWEN3_PRESETS).find((k) => k.toLowerCase() === want);
-  if (!name) throw new UsageError(`troupe ${command}: unknown preset "${v['random-weights']}" (known: ${Object.keys(QWEN3_PRESETS).join(', ')})`);
-  const config = qwen3Preset(name);
+  const config = presetConfig(command, v['random-weights']!);
   const weights = randomQwen3Weights(gpu, config, 1234, { dtype });
   return { model: new Qwen3Model(gpu, config, weights), tokenizer: await Qwen3Tokenizer.load() };
+}
+
+/** The config of a released shape named in any case (--random-weights). */
+function presetConfig(command: string, preset: string): Qwen3Config {
+  const name = Object.keys(QWEN3_PRESETS).find((k) => k.toLowerCase() === preset.toLowerCase());
+  if (!name) throw new UsageError(`troupe ${command}: unknown preset "${preset}" (known: ${Object.keys(QWEN3_PRESETS).join(', ')})`);
+  return qwen3Preset(name);
+}
+
+/** Just the config the options name (no weights): a preset's, or the checkpoint directory's config.json. */
+export async function openConfig(command: string, v: ModelArgs): Promise<Qwen3Config> {
+  if (v.model !== undefined && v['random-weights'] !== undefined) throw new UsageError(`troupe ${command}: give exactly one of --model or --random-weights`);
+  if (v['random-weights'] !== undefined) return presetConfig(command, v['random-weights']);
+  return readQwen3Config(new DirectorySource(resolveModelDir(v.model ?? DEMO_MODEL)));
 }
 
 /**

@@ -28,6 +28,11 @@ export interface TunedEntry extends TuneShape {
   autoSeconds: number;
 }
 
+/** Entries whose tuned choice beats the heuristic's by more than 3% (the rest is within timing noise). */
+export function fasterThanHeuristic(entries: readonly TunedEntry[]): number {
+  return entries.filter((e) => e.seconds * 1.03 < e.autoSeconds).length;
+}
+
 /** 'tc:128x128k16', 'tc_direct/4', 'tile64v': how tables and reports name a choice. */
 export function choiceName(c: MatmulChoice): string {
   if (c.tcTile) return `${c.variant}:${c.tcTile}`;

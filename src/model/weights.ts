@@ -217,7 +217,8 @@ function writeChunk(gpu: Gpu, target: Tensor, dtype: StDType, bytes: Uint8Array,
 /** Queued writes above this many bytes wait for the GPU, bounding the staging memory. */
 const SYNC_EVERY = 256 * 2 ** 20;
 
-export async function loadQwen3(gpu: Gpu, source: FileSource, opts: LoadOptions = {}): Promise<LoadedQwen3> {
+/** A checkpoint's config.json, checked (parseQwen3Config); errors name the file. */
+export async function readQwen3Config(source: FileSource): Promise<Qwen3Config> {
   const configFile = `${source.name.replace(/\/?$/, '/')}config.json`;
   let json: unknown;
   const text = await source.readText('config.json');
@@ -226,7 +227,11 @@ export async function loadQwen3(gpu: Gpu, source: FileSource, opts: LoadOptions 
   } catch (e) {
     throw new ConfigError(`${configFile}: not valid JSON (${(e as Error).message})`);
   }
-  const config = parseQwen3Config(json, configFile);
+  return parseQwen3Config(json, configFile);
+}
+
+export async function loadQwen3(gpu: Gpu, source: FileSource, opts: LoadOptions = {}): Promise<LoadedQwen3> {
+  const config = await readQwen3Config(source);
   const dtype = defaultDtype(gpu, opts.dtype);
   const specs = expectedTensors(config);
   const set = await openSafetensors(source);

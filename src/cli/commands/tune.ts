@@ -1,37 +1,17 @@
 // `troupe tune`: times every matmul kernel that can run each product of a model's shapes on this GPU and stores
 // the fastest (src/kernels/matmul-tune.ts); train, sft, generate and bench then take those choices here. Prints
 // each product's heuristic choice next to the tuned one, with the GPU time of both.
-import { readFile } from 'node:fs/promises';
 import { Gpu } from '../../gpu/gpu.ts';
 import { tuneMatmuls } from '../../kernels/matmul-tune.ts';
 import { saveTuning } from '../../kernels/matmul-tune-store.ts';
-import { choiceName, type TunedEntry } from '../../kernels/matmul-tuning.ts';
-import { type Qwen3Config, parseQwen3Config } from '../../model/config.ts';
-import { QWEN3_PRESETS, qwen3Preset } from '../../model/presets.ts';
+import { choiceName, fasterThanHeuristic, type TunedEntry } from '../../kernels/matmul-tuning.ts';
+import { QWEN3_PRESETS } from '../../model/presets.ts';
 import { DEFAULT_TUNE_ROWS, modelTuneShapes } from '../../model/tune-shapes.ts';
 import { numberOption, parse } from '../args.ts';
 import { type Command, UsageError } from '../command.ts';
-import { DEMO_MODEL, resolveModelDir } from '../model-args.ts';
+import { MODEL_OPTIONS, openConfig } from '../model-args.ts';
 import { Progress } from '../progress.ts';
 import { driverLine } from '../run-setup.ts';
-
-async function shapesConfig(v: { model?: string; 'random-weights'?: string }): Promise<Qwen3Config> {
-  if (v.model !== undefined && v['random-weights'] !== undefined) throw new UsageError('troupe tune: give at most one of --model or --random-weights');
-  const preset = v['random-weights'];
-  if (preset !== undefined) {
-    const name = Object.keys(QWEN3_PRESETS).find((k) => k.toLowerCase() === preset.toLowerCase());
-    if (!name) throw new UsageError(`troupe tune: unknown preset "${preset}" (known: ${Object.keys(QWEN3_PRESETS).join(', ')})`);
-    return qwen3Preset(name);
-  }
-  const file = `${resolveModelDir(v.model ?? DEMO_MODEL)}/config.json`;
-  let json: unknown;
-  try {
-    json = JSON.parse(await readFile(file, 'utf8'));
-  } catch (e) {
-    throw new UsageError(`troupe tune: cannot read ${file}: ${(e as Error).message}`);
-  }
-  return parseQwen3Config(json, file);
-}
 
 function parseRows(text: string | undefined): number[] {
   if (text === undefined) return [...DEFAULT_TUNE_ROWS];
@@ -72,9 +52,7 @@ export const command: Command = {
     const { values: v } = parse('tune', {
       args: argv,
       options: {
-        model: { type: 'string' },
-        'random-weights': { type: 'string' },
-        dtype: { type: 'string' },
+        ...MODEL_OPTIONS,
         rows: { type: 'string' },
         'round-ms': { type: 'string' },
         json: { type: 'boolean' },
@@ -84,7 +62,7 @@ export const command: Command = {
     const roundMs = numberOption('tune', 'round-ms', v['round-ms'], 4);
     if (!(roundMs > 0)) throw new UsageError(`troupe tune: --round-ms must be > 0, got ${roundMs}`);
     const rows = parseRows(v.rows);
-    const config = await shapesConfig(v);
+    const config = await openConfig('tune', v);
     const gpu = await Gpu.create();
     try {
       console.error(driverLine(gpu));
@@ -96,8 +74,7 @@ export const command: Command = {
       progress.done();
       console.log(v.json ? tuning.entries.map((e) => JSON.stringify(e)).join('\n') : formatTuning(tuning.entries));
       const where = await saveTuning(gpu, tuning);
-      const faster = tuning.entries.filter((e) => e.seconds < e.autoSeconds * 0.97).length;
-      console.error(`troupe tune: ${tuning.entries.length} products, ${faster} faster than the heuristic's choice by more than 3%; table in ${where}`);
+      console.error(`troupe tune: ${tuning.entries.length} products, ${fasterThanHeuristic(tuning.entries)} faster than the heuristic's choice by more than 3%; table in ${where}`);
       return 0;
     } finally {
       gpu.destroy();
