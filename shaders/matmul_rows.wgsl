@@ -8,7 +8,10 @@
 // its own out, plain products only (alpha 1, no accumulation); the workgroups go to the weights in order.
 // GLU: a is the MLP's gate and aUp its up, and the product is silu(gate) * up against b (down_proj), so
 // SwiGLU needs no pass of its own (same sigmoid as swiglu.wgsl).
-struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, N2: u32, N3: u32, _p2: u32 }
+// NORM: a is a residual stream and the product's input is its RMSNorm, a·rstd·gamma (rmsnorm.wgsl's), so the norm
+// needs no pass of its own: the dots take a·gamma, the same loop sums each row's squares (its 32 lanes cover
+// K), and rstd multiplies the reduced sums. Every column group computes the same rstd.
+struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, N2: u32, N3: u32, eps: f32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<vec4<TA>>;
@@ -25,6 +28,9 @@ struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, N2: u32, N3
 #if GLU
 @group(0) @binding(8) var<storage, read> aUp: array<vec4<TA>>;
 #endif
+#if NORM
+@group(0) @binding(9) var<storage, read> gamma: array<vec4<f32>>;
+#endif
 
 const ROW_GROUPS = (ROWS + 3u) / 4u;
 const COLS = 8u;
@@ -32,13 +38,18 @@ const LANES = 32u;
 
 var<workgroup> partial: array<vec4<f32>, 1024>; // [ROW_GROUPS <= 4][256 threads]
 
-// The product's input at vec4 i: a, or silu(gate) * up (GLU).
-fn ain(i: u32) -> vec4<f32> {
+// The product's input at vec4 k4 of row m: a, silu(gate) * up (GLU), or a·gamma (NORM; rstd comes later).
+fn ain(m: u32, k4: u32, K4: u32) -> vec4<f32> {
+  let i = m * K4 + k4;
 #if GLU
   let g = vec4<f32>(a[i]);
   return g * (1.0 / (1.0 + exp(min(-g, vec4<f32>(80.0))))) * vec4<f32>(aUp[i]);
 #else
+#if NORM
+  return vec4<f32>(a[i]) * gamma[k4];
+#else
   return vec4<f32>(a[i]);
+#endif
 #endif
 }
 
@@ -46,11 +57,38 @@ fn ain(i: u32) -> vec4<f32> {
 fn dots(w: vec4<f32>, r0: u32, k4: u32, K4: u32) -> vec4<f32> {
   let last = ROWS - 1u;
   return vec4<f32>(
-    dot(w, ain(min(r0, last) * K4 + k4)),
-    dot(w, ain(min(r0 + 1u, last) * K4 + k4)),
-    dot(w, ain(min(r0 + 2u, last) * K4 + k4)),
-    dot(w, ain(min(r0 + 3u, last) * K4 + k4)),
+    dot(w, ain(min(r0, last), k4, K4)),
+    dot(w, ain(min(r0 + 1u, last), k4, K4)),
+    dot(w, ain(min(r0 + 2u, last), k4, K4)),
+    dot(w, ain(min(r0 + 3u, last), k4, K4)),
   );
+}
+
+// Σ a² over a[m, 4k4..4k4+3] for rows r0..r0+3 (NORM's sums of squares, clamped like dots).
+fn squares(r0: u32, k4: u32, K4: u32) -> vec4<f32> {
+  let last = ROWS - 1u;
+  let x0 = vec4<f32>(a[min(r0, last) * K4 + k4]);
+  let x1 = vec4<f32>(a[min(r0 + 1u, last) * K4 + k4]);
+  let x2 = vec4<f32>(a[min(r0 + 2u, last) * K4 + k4]);
+  let x3 = vec4<f32>(a[min(r0 + 3u, last) * K4 + k4]);
+  return vec4<f32>(dot(x0, x0), dot(x1, x1), dot(x2, x2), dot(x3, x3));
+}
+
+fn squares4(r0: u32, k4: u32, K4: u32) -> vec4<f32> {
+  return squares(r0, k4, K4) + squares(r0, k4 + LANES, K4) + squares(r0, k4 + 2u * LANES, K4) + squares(r0, k4 + 3u * LANES, K4);
+}
+
+// Sums each group's 32 lanes of partial[g * 256 + tid] (g < ROW_GROUPS) into its lane 0.
+fn reduceLanes(tid: u32, lane: u32) {
+  workgroupBarrier();
+  for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+    if (lane < stride) {
+      for (var g = 0u; g < ROW_GROUPS; g++) {
+        partial[g * 256u + tid] += partial[g * 256u + tid + stride];
+      }
+    }
+    workgroupBarrier();
+  }
 }
 
 // dots over four weight vec4s at k4, k4 + LANES, k4 + 2·LANES, k4 + 3·LANES.
@@ -82,6 +120,13 @@ fn store(part: u32, m: u32, n: u32, N: u32, v: f32) {
   out[m * p.N + n] = r;
 }
 
+fn storeRows(part: u32, m0: u32, n: u32, N: u32, s: vec4<f32>) {
+  store(part, m0, n, N, s.x);
+  store(part, m0 + 1u, n, N, s.y);
+  store(part, m0 + 2u, n, N, s.z);
+  store(part, m0 + 3u, n, N, s.w);
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
   let tid = lid.x;
@@ -109,6 +154,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   var acc1 = vec4<f32>(0.0);
   var acc2 = vec4<f32>(0.0);
   var acc3 = vec4<f32>(0.0);
+  var sq0 = vec4<f32>(0.0);
+  var sq1 = vec4<f32>(0.0);
+  var sq2 = vec4<f32>(0.0);
+  var sq3 = vec4<f32>(0.0);
   if (n < N) {
     // four weight loads in flight per thread: latency, not bandwidth, limits one load per step
     var k4 = lane;
@@ -121,6 +170,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       if (ROW_GROUPS > 1u) { acc1 += dots4(w0, w1, w2, w3, 4u, k4, K4); }
       if (ROW_GROUPS > 2u) { acc2 += dots4(w0, w1, w2, w3, 8u, k4, K4); }
       if (ROW_GROUPS > 3u) { acc3 += dots4(w0, w1, w2, w3, 12u, k4, K4); }
+#if NORM
+      sq0 += squares4(0u, k4, K4);
+      if (ROW_GROUPS > 1u) { sq1 += squares4(4u, k4, K4); }
+      if (ROW_GROUPS > 2u) { sq2 += squares4(8u, k4, K4); }
+      if (ROW_GROUPS > 3u) { sq3 += squares4(12u, k4, K4); }
+#endif
     }
     for (; k4 < K4; k4 += LANES) {
       let wv = wload(part, n * K4 + k4);
@@ -128,28 +183,44 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       if (ROW_GROUPS > 1u) { acc1 += dots(wv, 4u, k4, K4); }
       if (ROW_GROUPS > 2u) { acc2 += dots(wv, 8u, k4, K4); }
       if (ROW_GROUPS > 3u) { acc3 += dots(wv, 12u, k4, K4); }
+#if NORM
+      sq0 += squares(0u, k4, K4);
+      if (ROW_GROUPS > 1u) { sq1 += squares(4u, k4, K4); }
+      if (ROW_GROUPS > 2u) { sq2 += squares(8u, k4, K4); }
+      if (ROW_GROUPS > 3u) { sq3 += squares(12u, k4, K4); }
+#endif
     }
   }
   partial[tid] = acc0;
   if (ROW_GROUPS > 1u) { partial[256u + tid] = acc1; }
   if (ROW_GROUPS > 2u) { partial[512u + tid] = acc2; }
   if (ROW_GROUPS > 3u) { partial[768u + tid] = acc3; }
-  workgroupBarrier();
-  for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-    if (lane < stride) {
-      for (var g = 0u; g < ROW_GROUPS; g++) {
-        partial[g * 256u + tid] += partial[g * 256u + tid + stride];
-      }
-    }
-    workgroupBarrier();
-  }
+  reduceLanes(tid, lane);
+  // Lane 0 of each group holds its sums; every thread reads and writes only partial[g * 256 + tid] until the next
+  // reduction, so the squares may take the slots without a barrier.
+  var s0 = partial[tid];
+  var s1 = vec4<f32>(0.0);
+  var s2 = vec4<f32>(0.0);
+  var s3 = vec4<f32>(0.0);
+  if (ROW_GROUPS > 1u) { s1 = partial[256u + tid]; }
+  if (ROW_GROUPS > 2u) { s2 = partial[512u + tid]; }
+  if (ROW_GROUPS > 3u) { s3 = partial[768u + tid]; }
+#if NORM
+  partial[tid] = sq0;
+  if (ROW_GROUPS > 1u) { partial[256u + tid] = sq1; }
+  if (ROW_GROUPS > 2u) { partial[512u + tid] = sq2; }
+  if (ROW_GROUPS > 3u) { partial[768u + tid] = sq3; }
+  reduceLanes(tid, lane);
+  let invK = 1.0 / f32(p.K);
+  s0 *= inverseSqrt(partial[tid] * invK + p.eps);
+  if (ROW_GROUPS > 1u) { s1 *= inverseSqrt(partial[256u + tid] * invK + p.eps); }
+  if (ROW_GROUPS > 2u) { s2 *= inverseSqrt(partial[512u + tid] * invK + p.eps); }
+  if (ROW_GROUPS > 3u) { s3 *= inverseSqrt(partial[768u + tid] * invK + p.eps); }
+#endif
   if (lane == 0u && n < N) {
-    for (var g = 0u; g < ROW_GROUPS; g++) {
-      let s = partial[g * 256u + tid];
-      store(part, g * 4u, n, N, s.x);
-      store(part, g * 4u + 1u, n, N, s.y);
-      store(part, g * 4u + 2u, n, N, s.z);
-      store(part, g * 4u + 3u, n, N, s.w);
-    }
+    storeRows(part, 0u, n, N, s0);
+    if (ROW_GROUPS > 1u) { storeRows(part, 4u, n, N, s1); }
+    if (ROW_GROUPS > 2u) { storeRows(part, 8u, n, N, s2); }
+    if (ROW_GROUPS > 3u) { storeRows(part, 12u, n, N, s3); }
   }
 }

@@ -207,7 +207,18 @@ function heuristicVariant(gpu: Gpu, policy: MatmulPolicy, shape: MatmulShape, dt
 /** Whether matmulRowsParts can take a [M, K] against these weights ([N_i, K] each) on `gpu`: matmul() would run
  *  matmul_rows for every one of them (decode shapes on a GPU, or the 'gpu' / 'rows' policies). */
 export function rowsPartsApply(gpu: Gpu, a: Tensor, weights: readonly Tensor[]): boolean {
-  if (a.shape.length !== 2 || weights.length < 2 || weights.length > 3) return false;
+  return weights.length >= 2 && rowsProducts(gpu, a, weights);
+}
+
+/** Whether matmulRowsNorm can take x [M, K] with a norm weight [K] against these 1-3 weights: rowsPartsApply's
+ *  conditions (one weight allowed), an f32 norm weight of K entries, and a storage-buffer limit that binds it. */
+export function rowsNormApplies(gpu: Gpu, x: Tensor, norm: Tensor, weights: readonly Tensor[]): boolean {
+  const buffers = 3 + 2 * (weights.length - 1) + 1;
+  return rowsProducts(gpu, x, weights) && x.dtype === 'f32' && norm.dtype === 'f32' && norm.shape.length === 1 && norm.shape[0] === x.shape[1] && gpu.limits.maxStorageBuffersPerShaderStage >= buffers;
+}
+
+function rowsProducts(gpu: Gpu, a: Tensor, weights: readonly Tensor[]): boolean {
+  if (a.shape.length !== 2 || weights.length < 1 || weights.length > 3) return false;
   const [M, K] = a.shape as [number, number];
   return weights.every((w) => w.shape.length === 2 && w.shape[1] === K && w.dtype === weights[0]!.dtype && pickMatmulVariant(gpu, { M, N: w.shape[0]!, K, transA: false, transB: true }) === 'rows');
 }
@@ -219,6 +230,23 @@ export function matmulRowsParts(gpu: Gpu, a: Tensor, weights: readonly Tensor[],
   if (!rowsPartsApply(gpu, a, weights)) {
     throw new ShapeError(`${name}: ${a.label} [${a.shape}] with weights ${weights.map((w) => `[${w.shape}]`).join(', ')} is not a matmul_rows product of 2-3 parts here`);
   }
+  return dispatchRowsParts(gpu, name, a, weights, labels, null);
+}
+
+/** out_i [M, N_i] = rmsnorm(x)·W_iᵀ for one to three weights in one matmul_rows dispatch, where rmsnorm(x) =
+ *  x·rsqrt(mean(x²) + eps)·norm (rmsnorm.wgsl's): the norm before q/k/v, gate/up or lm_head read inside their
+ *  product, so it needs no pass and no tensor of its own (decode shapes without an adapter, which needs the
+ *  normed input). */
+export function matmulRowsNorm(gpu: Gpu, x: Tensor, norm: Tensor, eps: number, weights: readonly Tensor[], labels: readonly string[]): Tensor[] {
+  const name = `matmul_rows(rmsnorm, ${labels.join(',')})`;
+  if (!rowsNormApplies(gpu, x, norm, weights)) {
+    throw new ShapeError(`${name}: ${x.label} [${x.shape}] (${x.dtype}) with norm ${norm.label} [${norm.shape}] (${norm.dtype}) and weights ${weights.map((w) => `[${w.shape}]`).join(', ')} is not a normed matmul_rows product here`);
+  }
+  if (!(eps >= 0)) throw new ShapeError(`${name}: eps ${eps} must be a non-negative number`);
+  return dispatchRowsParts(gpu, name, x, weights, labels, { norm, eps });
+}
+
+function dispatchRowsParts(gpu: Gpu, name: string, a: Tensor, weights: readonly Tensor[], labels: readonly string[], norm: { norm: Tensor; eps: number } | null): Tensor[] {
   if (labels.length !== weights.length) throw new ShapeError(`${name}: ${labels.length} labels for ${weights.length} weights`);
   expectDtype(name, a, 'f32', 'f16');
   expectDtype(name, weights[0]!, 'f32', 'f16');
@@ -228,9 +256,9 @@ export function matmulRowsParts(gpu: Gpu, a: Tensor, weights: readonly Tensor[],
   const N = weights.map((w) => w.shape[0]!);
   gpu.dispatch({
     shader: 'matmul_rows',
-    variant: { aliases: { TA: a.dtype, TB: weights[0]!.dtype }, consts: { ROWS: M, MULTI: true, THREE: weights.length === 3, GLU: false } },
-    uniforms: new Uniforms().u32(M).u32(N[0]!).u32(K).u32(0).f32(1).u32(N[1]!).u32(N[2] ?? 0).u32(0),
-    bindings: [a, weights[0]!, outs[0]!, weights[1]!, outs[1]!, weights[2] ?? null, outs[2] ?? null],
+    variant: { aliases: { TA: a.dtype, TB: weights[0]!.dtype }, consts: { ROWS: M, MULTI: weights.length > 1, THREE: weights.length === 3, GLU: false, NORM: norm !== null } },
+    uniforms: new Uniforms().u32(M).u32(N[0]!).u32(K).u32(0).f32(1).u32(N[1] ?? 0).u32(N[2] ?? 0).f32(norm?.eps ?? 0),
+    bindings: [a, weights[0]!, outs[0]!, weights[1] ?? null, outs[1] ?? null, weights[2] ?? null, outs[2] ?? null, null, norm?.norm ?? null],
     workgroups: [N.reduce((sum, n) => sum + ceilDiv(n, ROWS_COLS_PER_WORKGROUP), 0)],
     label: name,
   });
@@ -247,8 +275,9 @@ export function rowsGluApplies(gpu: Gpu, gate: Tensor, up: Tensor, down: Tensor)
 }
 
 /** out [M, N] = (silu(gate) · up)·downᵀ in one matmul_rows dispatch: the MLP's SwiGLU read inside down_proj's
- *  product (gate, up [M, K]; down [N, K]), the numbers of swiglu() then matmul() on that kernel. */
-export function matmulRowsGlu(gpu: Gpu, gate: Tensor, up: Tensor, down: Tensor, label = 'down_proj'): Tensor {
+ *  product (gate, up [M, K]; down [N, K]), the numbers of swiglu() then matmul() on that kernel. With `into`
+ *  (f32 [M, N]) the product is added to it there (a residual stream) instead of written to a new tensor. */
+export function matmulRowsGlu(gpu: Gpu, gate: Tensor, up: Tensor, down: Tensor, label = 'down_proj', into?: Tensor): Tensor {
   const name = `matmul_rows(swiglu, ${label})`;
   if (!rowsGluApplies(gpu, gate, up, down)) {
     throw new ShapeError(`${name}: ${gate.label} [${gate.shape}], ${up.label} [${up.shape}] with weight [${down.shape}] is not a matmul_rows SwiGLU product here`);
@@ -258,11 +287,16 @@ export function matmulRowsGlu(gpu: Gpu, gate: Tensor, up: Tensor, down: Tensor, 
   if ((gate.dtype === 'f16' || down.dtype === 'f16') && !gpu.f16) throw new ShapeError(`${name}: f16 operands need the shader-f16 feature, which this device lacks`);
   const [M, K] = gate.shape as [number, number];
   const N = down.shape[0]!;
-  const out = gpu.tensor([M, N], 'f32', `${label}.out`);
+  if (into) {
+    expectDtype(name, into, 'f32');
+    expectShape(name, into, [M, N]);
+    if ([gate, up, down].some((t) => t.buffer === into.buffer)) throw new ShapeError(`${name}: ${into.label} aliases an input`);
+  }
+  const out = into ?? gpu.tensor([M, N], 'f32', `${label}.out`);
   gpu.dispatch({
     shader: 'matmul_rows',
-    variant: { aliases: { TA: gate.dtype, TB: down.dtype }, consts: { ROWS: M, MULTI: false, THREE: false, GLU: true } },
-    uniforms: new Uniforms().u32(M).u32(N).u32(K).u32(0).f32(1).u32(0).u32(0).u32(0),
+    variant: { aliases: { TA: gate.dtype, TB: down.dtype }, consts: { ROWS: M, MULTI: false, THREE: false, GLU: true, NORM: false } },
+    uniforms: new Uniforms().u32(M).u32(N).u32(K).u32(into ? 1 : 0).f32(1).u32(0).u32(0).u32(0),
     bindings: [gate, down, out, null, null, null, null, up],
     workgroups: [ceilDiv(N, ROWS_COLS_PER_WORKGROUP)],
     label: name,
@@ -309,7 +343,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   const dispatch = (target: Tensor, uniforms: Uniforms, workgroups: readonly [number, number?, number?]) =>
     gpu.dispatch({
       shader: `matmul_${v}`,
-      variant: { aliases: { TA: a.dtype, TB: b.dtype }, consts: v === 'rows' ? { ROWS: M, MULTI: false, THREE: false, GLU: false } : { TRANS_A: transA, TRANS_B: transB } },
+      variant: { aliases: { TA: a.dtype, TB: b.dtype }, consts: v === 'rows' ? { ROWS: M, MULTI: false, THREE: false, GLU: false, NORM: false } : { TRANS_A: transA, TRANS_B: transB } },
       uniforms,
       bindings: [a, b, target],
       workgroups,

@@ -6,15 +6,17 @@
 // Activations are f32 [T, ·] with all sequences of the batch concatenated along T; weights are f16
 // (storage) or f32. Attention runs over the packed sequences (training, plain prefill) or, with a
 // paged KV cache, writes each new token's K/V and attends to everything cached (prefill chunks, decode).
-// Each residual add is one pass with the norm after it (add_rmsnorm), and without a backward to feed, q/k
-// norm + rope are one pass too. The per-layer pieces are public so a backward with per-layer
+// Without a backward to feed (forward, decode), o_proj and down_proj add their products straight into the residual
+// stream (the matmul's accumulate), the norm after it is read inside the next products where they run on
+// matmul_rows without an adapter (decode shapes: matmul_rows' NORM, 6-7 dispatches a layer), and q/k norm + rope
+// are one pass. The training path (layerForward) keeps every intermediate instead. The per-layer pieces are public so a backward with per-layer
 // recomputation can call them and keep the saved values it needs (rmsnorm rstd, attention lse) explicit.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { attentionPaged, attentionPrefill, type AttentionDims } from '../kernels/attention.ts';
 import { add } from '../kernels/elementwise.ts';
 import { embedding } from '../kernels/embedding.ts';
-import { matmul, matmulRowsGlu, matmulRowsParts, pickMatmulVariant, rowsGluApplies, rowsPartsApply } from '../kernels/matmul.ts';
+import { matmul, matmulRowsGlu, matmulRowsNorm, matmulRowsParts, pickMatmulVariant, rowsGluApplies, rowsNormApplies, rowsPartsApply } from '../kernels/matmul.ts';
 import { castDirectRows, type DirectRows, tiledCastsA } from '../kernels/matmul-tc.ts';
 import { qkNormRope, qkNormRopeWritesCache } from '../kernels/qk-norm-rope.ts';
 import { addRmsnorm, rmsnorm } from '../kernels/rmsnorm.ts';
@@ -53,6 +55,14 @@ export interface ForwardOptions {
   lastOnly?: boolean;
   /** Stop after the final norm: hidden [T or S, hidden] f32 (for chunked logprobs in training). */
   hiddenOnly?: boolean;
+}
+
+/** rmsnorm(x)·norm, not yet computed: the input of the products after a norm, which matmul_rows can read
+ * inside their pass (Qwen3Model.linears), else computed by one rmsnorm pass. */
+export interface Normed {
+  x: Tensor;
+  norm: Tensor;
+  eps: number;
 }
 
 /** What one forward of a batch shares across layers. */
@@ -124,43 +134,45 @@ export class Qwen3Model {
   }
 
   /** Logits f32 [T, vocab] ([S, vocab] with lastOnly; hidden [·, H] with hiddenOnly) of a packed batch.
-   * Each residual add is fused with the norm that follows it (the next layer's input norm, then the final norm). */
+   * x is the residual stream: each layer adds its attention and MLP outputs into it in place. */
   forward(batch: ForwardBatch, opts: ForwardOptions = {}): Tensor {
     const { gpu, config: c, weights: w } = this;
     const ctx = this.context(batch, opts.adapter);
+    let x = this.embed(batch.ids);
     try {
-      let x = this.embed(batch.ids);
-      let n = rmsnorm(gpu, x, w.layers[0]!.inputNorm, c.rmsNormEps);
       for (let i = 0; i < c.numLayers; i++) {
-        const attn = this.attention(i, n.y, ctx);
-        const mid = addRmsnorm(gpu, x, attn, w.layers[i]!.postAttnNorm, c.rmsNormEps);
-        for (const t of [attn, x, n.y, n.rstd]) t.release();
-        const mlp = this.mlp(i, mid.y, ctx);
-        const nextNorm = i + 1 < c.numLayers ? w.layers[i + 1]!.inputNorm : w.norm;
-        const next = addRmsnorm(gpu, mid.h, mlp, nextNorm, c.rmsNormEps);
-        for (const t of [mlp, mid.h, mid.y, mid.rstd]) t.release();
-        x = next.h;
-        n = next;
+        const l = w.layers[i]!;
+        this.attention(i, { x, norm: l.inputNorm, eps: c.rmsNormEps }, ctx, undefined, undefined, x);
+        this.mlp(i, { x, norm: l.postAttnNorm, eps: c.rmsNormEps }, ctx, undefined, x);
       }
-      x.release();
-      n.rstd.release();
-      let hidden = n.y;
-      if (opts.lastOnly) {
-        // The embedding gather picks rows of any [N, H] matrix: here the last token of each sequence.
+      // Only the last token of each sequence (the embedding gather picks rows of any [N, H] matrix), unless every
+      // sequence has one token (decode), where the rows are already those.
+      if (opts.lastOnly && batch.seqLens.some((len) => len !== 1)) {
         const last = new Uint32Array(batch.seqLens.length);
         let end = 0;
         batch.seqLens.forEach((len, s) => (last[s] = (end += len) - 1));
-        const rows = embedding(gpu, hidden, last);
-        hidden.release();
-        hidden = rows;
+        const rows = embedding(gpu, x, last);
+        x.release();
+        x = rows;
       }
-      if (opts.hiddenOnly) return hidden;
+      const final: Normed = { x, norm: w.norm, eps: c.rmsNormEps };
+      if (opts.hiddenOnly) return this.normed(final);
+      if (rowsNormApplies(gpu, x, w.norm, [w.lmHead])) return matmulRowsNorm(gpu, x, w.norm, c.rmsNormEps, [w.lmHead], ['lm_head'])[0]!;
+      const hidden = this.normed(final);
       const out = matmul(gpu, hidden, w.lmHead, { transB: true, label: 'lm_head' });
       hidden.release();
       return out;
     } finally {
+      x.release();
       this.releaseContext(ctx);
     }
+  }
+
+  /** rmsnorm(n.x)·n.norm as a tensor (one rmsnorm pass). */
+  normed(n: Normed): Tensor {
+    const { y, rstd } = rmsnorm(this.gpu, n.x, n.norm, n.eps);
+    rstd.release();
+    return y;
   }
 
   /** One decode step: one new token per sequence (ids [S]) against the paged cache; logits [S, vocab]. */
@@ -225,18 +237,32 @@ export class Qwen3Model {
     return embedding(this.gpu, this.weights.embed, ids);
   }
 
-  /** y [T, out] = x·Wᵀ (+ the adapter's delta for this layer and module); `x16`: x already cast for tensor cores. */
-  linear(layer: number, module: LinearModule, x: Tensor, w: Tensor, ctx: LayerContext, x16?: DirectRows): Tensor {
-    const y = matmul(this.gpu, x, w, { transB: true, label: module, x16 });
+  /** y [T, out] = x·Wᵀ (+ the adapter's delta for this layer and module); `x16`: x already cast for tensor cores;
+   * `into`: added into that tensor (a residual stream), which is returned. */
+  linear(layer: number, module: LinearModule, x: Tensor, w: Tensor, ctx: LayerContext, x16?: DirectRows, into?: Tensor): Tensor {
+    const y = matmul(this.gpu, x, w, { transB: true, label: module, x16, out: into, accumulate: into !== undefined });
     ctx.adapter?.apply(this.gpu, layer, module, x, y);
     return y;
   }
 
   /** linear() for modules that share their input (q, k, v; gate, up): one matmul_rows dispatch for all of them
    * where decode shapes run that kernel, and one f16 cast of x for all of them where they run on tensor cores
-   * (tc_direct, or tiled); the same numbers either way. */
-  linears(layer: number, parts: readonly (readonly [LinearModule, Tensor])[], x: Tensor, ctx: LayerContext): Tensor[] {
+   * (tc_direct, or tiled); the same numbers either way. A Normed input is normed inside that matmul_rows pass
+   * where it runs without an adapter, else by one rmsnorm pass first. */
+  linears(layer: number, parts: readonly (readonly [LinearModule, Tensor])[], input: Tensor | Normed, ctx: LayerContext): Tensor[] {
     const weights = parts.map(([, w]) => w);
+    if (!('shape' in input)) {
+      if (!ctx.adapter && rowsNormApplies(this.gpu, input.x, input.norm, weights)) {
+        return matmulRowsNorm(this.gpu, input.x, input.norm, input.eps, weights, parts.map(([module]) => module));
+      }
+      const n = this.normed(input);
+      try {
+        return this.linears(layer, parts, n, ctx);
+      } finally {
+        n.release();
+      }
+    }
+    const x = input;
     if (!rowsPartsApply(this.gpu, x, weights)) {
       const [M, K] = x.shape as [number, number];
       const variants = weights.map((w) => pickMatmulVariant(this.gpu, { M, N: w.shape[0]!, K, transA: false, transB: true }, { a: x.dtype, b: w.dtype }));
@@ -274,8 +300,9 @@ export class Qwen3Model {
   }
 
   /** o_proj(attention(rope(q_norm(q_proj(n))), rope(k_norm(k_proj(n))), v_proj(n))) for layer i, n = input_layernorm(x).
-   * Without `save` the norms and rotary embedding run as one fused pass (nothing of them is kept). */
-  attention(i: number, n: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>, keep?: AttentionKept): Tensor {
+   * Without `save` the norms and rotary embedding run as one fused pass (nothing of them is kept). With
+   * `residual`, o_proj's output is added into it, which is returned. */
+  attention(i: number, n: Tensor | Normed, ctx: LayerContext, save?: Partial<LayerSaved>, keep?: AttentionKept, residual?: Tensor): Tensor {
     const { gpu, config: c, dims } = this;
     const w = this.weights.layers[i]!;
     const T = ctx.tokens;
@@ -314,7 +341,7 @@ export class Qwen3Model {
       ({ o, lse } = attentionPrefill(gpu, q, k, v, ctx.seqStarts, ctx.numSeqs, dims));
     }
     const attn = o.view([T, c.numHeads * c.headDim]);
-    const proj = this.linear(i, 'o_proj', attn, w.o, ctx);
+    const proj = this.linear(i, 'o_proj', attn, w.o, ctx, undefined, residual);
     if (save) {
       Object.assign(save, { attn, lse });
     } else if (keep && lse) {
@@ -328,19 +355,20 @@ export class Qwen3Model {
     return proj;
   }
 
-  /** down_proj(silu(gate_proj(m)) * up_proj(m)) for layer i, m = post_attention_layernorm(h). */
-  mlp(i: number, m: Tensor, ctx: LayerContext, save?: Partial<LayerSaved>): Tensor {
+  /** down_proj(silu(gate_proj(m)) * up_proj(m)) for layer i, m = post_attention_layernorm(h). With `residual`,
+   * down_proj's output is added into it, which is returned. */
+  mlp(i: number, m: Tensor | Normed, ctx: LayerContext, save?: Partial<LayerSaved>, residual?: Tensor): Tensor {
     const w = this.weights.layers[i]!;
     const [gate, up] = this.linears(i, [['gate_proj', w.gate], ['up_proj', w.up]], m, ctx) as [Tensor, Tensor];
     // Decode shapes without adapters: SwiGLU inside down_proj's matmul_rows pass (an adapter's delta needs act).
     if (!save && !ctx.adapter && rowsGluApplies(this.gpu, gate, up, w.down)) {
-      const down = matmulRowsGlu(this.gpu, gate, up, w.down);
+      const down = matmulRowsGlu(this.gpu, gate, up, w.down, 'down_proj', residual);
       gate.release();
       up.release();
       return down;
     }
     const act = swiglu(this.gpu, gate, up);
-    const down = this.linear(i, 'down_proj', act, w.down, ctx);
+    const down = this.linear(i, 'down_proj', act, w.down, ctx, undefined, residual);
     if (save) Object.assign(save, { gate, up, act });
     else for (const t of [gate, up, act]) t.release();
     return down;

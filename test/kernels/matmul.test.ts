@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
-import { matmul, matmulRowsGlu, matmulRowsParts, matmulSplit, matmulSupports, matmulVariant, matmulWith, type MatmulVariant, rowsGluApplies, rowsPartsApply, setMatmulPolicy } from '../../src/kernels/matmul.ts';
+import { matmul, matmulRowsGlu, matmulRowsNorm, matmulRowsParts, matmulSplit, matmulSupports, matmulVariant, matmulWith, type MatmulVariant, rowsGluApplies, rowsNormApplies, rowsPartsApply, setMatmulPolicy } from '../../src/kernels/matmul.ts';
+import { rmsnorm } from '../../src/kernels/rmsnorm.ts';
 import { swiglu } from '../../src/kernels/swiglu.ts';
 import { swigluRef } from '../ref/swiglu.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { matmulRef } from '../ref/matmul.ts';
+import { rmsnormRef } from '../ref/rmsnorm.ts';
 
 type Layout = [transA: boolean, transB: boolean];
 type Shape = [M: number, N: number, K: number];
@@ -223,6 +225,11 @@ describe('matmulRowsGlu (SwiGLU read inside down_proj\'s matmul_rows pass)', () 
           expect(relError(got, matmulRef(Float32Array.from(swigluRef(gate, up)), w, M, N, K, { transB: true }))).toBeLessThan(1e-5);
           const twoPasses = await gpu.readF32(matmulWith(gpu, 'rows', swiglu(gpu, tg, tu), tw, { transB: true }));
           expect(relError(got, twoPasses)).toBeLessThan(1e-6);
+          // into a residual stream: added there, the tensor returned
+          const residual = randn(M * N, 10 + M);
+          const tr = gpu.upload(residual, [M, N], 'f32', 'residual');
+          expect(matmulRowsGlu(gpu, tg, tu, tw, 'down_proj', tr)).toBe(tr);
+          expect(relError(await gpu.readF32(tr), residual.map((v, i) => v + got[i]!))).toBeLessThan(1e-6);
         } finally {
           setMatmulPolicy(gpu, prev);
         }
@@ -241,6 +248,66 @@ describe('matmulRowsGlu (SwiGLU read inside down_proj\'s matmul_rows pass)', () 
       const tall = gpu.upload(randn(17 * 8, 5), [17, 8], 'f32', 'tall');
       expect(rowsGluApplies(gpu, tall, tall, w)).toBe(false);
       expect(() => matmulRowsGlu(gpu, tall, tall, w)).toThrow(/matmul_rows\(swiglu, down_proj\): tall \[17,8\], tall \[17,8\] with weight \[4,8\] is not a matmul_rows SwiGLU product/);
+    } finally {
+      setMatmulPolicy(gpu, prev);
+    }
+  });
+});
+
+describe('matmulRowsNorm (the RMSNorm before a product read inside its matmul_rows pass)', () => {
+  // [M, K, N]: one decode row, a partial row group with K past one 4-deep loop step, 16 rows, 1-3 weights.
+  const CASES: [number, number, number[]][] = [
+    [1, 96, [24]],
+    [5, 40, [13, 27]],
+    [7, 520, [9, 17, 8]],
+    [16, 132, [33, 9, 70]],
+  ];
+  for (const wDtype of ['f32', 'f16'] as const) {
+    for (const [M, K, Ns] of CASES) {
+      it(`${wDtype} weights: M=${M} K=${K} N=[${Ns}]: rmsnorm(x)·Wᵀ, the numbers of rmsnorm then matmul_rows`, async (ctx) => {
+        const gpu = await testGpu();
+        if (wDtype === 'f16' && !gpu.f16) return ctx.skip();
+        const prev = setMatmulPolicy(gpu, 'rows');
+        try {
+          const round = wDtype === 'f16' ? roundF16 : (x: Float32Array) => x;
+          // rows of different scales (a residual stream grows through the layers), a norm weight around 1
+          const x = randn(M * K, 3 + M).map((v, i) => v * (0.5 + 4 * (Math.floor(i / K) % 3)));
+          const g = randn(K, 4 + K).map((v) => 1 + 0.5 * v);
+          const ws = Ns.map((n, i) => round(randn(n * K, 200 + i)));
+          const eps = 1e-6;
+          const tx = gpu.upload(x, [M, K], 'f32', 'x');
+          const tg = gpu.upload(g, [K], 'f32', 'norm');
+          const tw = ws.map((w, i) => gpu.upload(w, [Ns[i]!, K], wDtype, `w${i}`));
+          expect(rowsNormApplies(gpu, tx, tg, tw)).toBe(true);
+          const outs = matmulRowsNorm(gpu, tx, tg, eps, tw, Ns.map((_, i) => `part${i}`));
+          const normed = Float32Array.from(rmsnormRef(x, g, eps).y);
+          const n = rmsnorm(gpu, tx, tg, eps).y;
+          for (let i = 0; i < Ns.length; i++) {
+            const got = await gpu.readF32(outs[i]!);
+            expect(relError(got, matmulRef(normed, ws[i]!, M, Ns[i]!, K, { transB: true }))).toBeLessThan(1e-5);
+            expect(relError(got, await gpu.readF32(matmulWith(gpu, 'rows', n, tw[i]!, { transB: true })))).toBeLessThan(1e-6);
+          }
+        } finally {
+          setMatmulPolicy(gpu, prev);
+        }
+      });
+    }
+  }
+
+  it('applies only to f32 x with a matching f32 norm weight on matmul_rows products, and refuses the rest by name', async () => {
+    const gpu = await testGpu();
+    const prev = setMatmulPolicy(gpu, 'rows');
+    try {
+      const x = gpu.upload(randn(2 * 8, 1), [2, 8], 'f32', 'x');
+      const w = gpu.upload(randn(4 * 8, 2), [4, 8], 'f32', 'w');
+      const norm = gpu.upload(randn(8, 3), [8], 'f32', 'norm');
+      expect(rowsNormApplies(gpu, x, norm, [w])).toBe(true);
+      expect(rowsNormApplies(gpu, x, gpu.upload(randn(12, 4), [12], 'f32', 'norm12'), [w])).toBe(false);
+      expect(rowsNormApplies(gpu, x, norm, [w, w, w, w])).toBe(false);
+      const tall = gpu.upload(randn(17 * 8, 5), [17, 8], 'f32', 'tall');
+      expect(rowsNormApplies(gpu, tall, norm, [w])).toBe(false);
+      expect(() => matmulRowsNorm(gpu, tall, norm, 1e-6, [w], ['lm_head'])).toThrow(/matmul_rows\(rmsnorm, lm_head\): tall \[17,8\] \(f32\) with norm norm \[8\] \(f32\) and weights \[4,8\] is not a normed matmul_rows product/);
+      expect(() => matmulRowsNorm(gpu, x, norm, Number.NaN, [w], ['q'])).toThrow(/eps NaN/);
     } finally {
       setMatmulPolicy(gpu, prev);
     }
