@@ -77,9 +77,11 @@ describe('rollout engine, production settings', () => {
       setMatmulPolicy(gpu, 'gpu');
       const rows = await run({ kvDtype: 'f32' }, greedy, prompts);
       expect(seen.has('matmul_rows')).toBe(true);
-      // q, k, v and gate, up each in one dispatch (matmulRowsParts); no adapters: SwiGLU inside down_proj's pass
-      expect(labels.has('matmul_rows(q_proj,k_proj,v_proj)') && labels.has('matmul_rows(gate_proj,up_proj)')).toBe(true);
-      expect(labels.has('matmul_rows(swiglu, down_proj)')).toBe(true);
+      // No adapters: the RMSNorm read inside q/k/v's and gate/up's one dispatch each (matmulRowsNorm), SwiGLU
+      // inside down_proj's pass, the norm inside lm_head's.
+      for (const label of ['matmul_rows(rmsnorm, q_proj,k_proj,v_proj)', 'matmul_rows(rmsnorm, gate_proj,up_proj)', 'matmul_rows(swiglu, down_proj)', 'matmul_rows(rmsnorm, lm_head)']) {
+        expect(labels.has(label), label).toBe(true);
+      }
       if (gpu.report.cpuDriver === 'SwiftShader') expect(baseKernels.has('matmul_rows')).toBe(false);
       for (let i = 0; i < prompts.length; i++) {
         expect(rows[i]!.ids).toEqual(base[i]!.ids);
