@@ -70,9 +70,10 @@ export async function benchRollout(gpu: Gpu, opts: { quick: boolean; preset?: st
     await engine.close();
   }
   // One sequence through the engine: where the host's share of a step (recording, the read back) shows, with
-  // the next step recorded while the GPU runs the current one (the default) and without.
-  for (const runAhead of [true, false]) {
-    const oneName = `rollout_${tag}_1seq_${plan.newTokens}new${runAhead ? '' : '_no_run_ahead'}_tok_per_s`;
+  // the next step recorded while the GPU runs the current one (the default), without, and 2 or 3 steps ahead.
+  for (const runAhead of [true, false, 2, 3]) {
+    const ahead = runAhead === true ? '' : runAhead === false ? '_no_run_ahead' : `_run_ahead_${runAhead}`;
+    const oneName = `rollout_${tag}_1seq_${plan.newTokens}new${ahead}_tok_per_s`;
     if (!want(oneName)) continue;
     const one: Plan = { ...plan, prompts: 1, samples: 1 };
     const engine = new RolloutEngine(model, null, { kvBudgetBytes, maxBatchSeqs: seqs, runAhead });

@@ -12,16 +12,32 @@
 //           keys at once; each thread keeps G × LW accumulators, merged across key groups at the end.
 // The cache is read as vec4<u32> whatever its type: f16 pairs unpacked with unpack2x16float (no shader-f16
 // needed), f32 by bitcast. Variant consts: HD, G (query heads per kv head), F16 (the cache holds f16), SG (compile
-// version 3 too; then also L).
+// version 3 too; then also L), FUSE (below).
+// FUSE (version 2): the step's q/k norm, RoPE and cache write happen here instead of in qk_norm_rope.wgsl's
+// `to_cache` (one dispatch a layer fewer): q holds q_proj's rows as they come, each workgroup norms and rotates its
+// G rows into workgroup memory, and the split that holds the new position norms and rotates the kv head's k row
+// and writes it and the v row to the new token's slot, then reads them back after a storage barrier like any key.
+// Same arithmetic as qk_norm_rope.wgsl with T = f32 (the cache's f16 by conversion, as CT(x) there). One query per
+// sequence, so the token is the sequence (qStarts is not read).
 struct Params {
   Tq: u32, nHeads: u32, nKv: u32, group: u32, pageSize: u32, maxPages: u32, splits: u32, chunk: u32,
-  scale2: f32, _p0: u32, _p1: u32, _p2: u32,
+  scale2: f32, eps: f32, _p1: u32, _p2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;               // [Tq, nHeads, HD]
+#if FUSE
+@group(0) @binding(2) var<storage, read_write> kc: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> vc: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read> kIn: array<f32>;            // [Tq, nKv, HD]: k_proj's rows, before the norm
+@group(0) @binding(10) var<storage, read> vIn: array<f32>;           // [Tq, nKv, HD]
+@group(0) @binding(11) var<storage, read> qkw: array<f32>;           // [2, HD]: q_norm's weight, then k_norm's
+@group(0) @binding(12) var<storage, read> cosT: array<f32>;          // [positions, HD / 2]
+@group(0) @binding(13) var<storage, read> sinT: array<f32>;
+#else
 @group(0) @binding(2) var<storage, read> kc: array<vec4<u32>>;        // [slots, nKv, HD] f16 or f32, 16 bytes a load
 @group(0) @binding(3) var<storage, read> vc: array<vec4<u32>>;
+#endif
 @group(0) @binding(4) var<storage, read> qStarts: array<u32>;
 @group(0) @binding(5) var<storage, read> qPositions: array<u32>;
 @group(0) @binding(6) var<storage, read> pageTable: array<u32>;
@@ -53,21 +69,114 @@ fn unpack(v: vec4<u32>) -> Load {
   return Load(bitcast<vec4f>(v), vec4f(0.0));
 }
 
+#if FUSE
+const HALF = u32(HD) / 2u;
+var<workgroup> normed: array<f32, (G + 1u) * u32(HD)>;  // the G q rows normed (not yet rotated), then the k row
+
+/** Element d of normed row r rotated to position pos: the pair (i, i + HD/2) as rope.wgsl turns it. */
+fn rotated(r: u32, d: u32, pos: u32) -> f32 {
+  let i = d % HALF;
+  let a = normed[r * u32(HD) + i];
+  let b = normed[r * u32(HD) + i + HALF];
+  let at = pos * HALF + i;
+  let c = cosT[at];
+  let s = sinT[at];
+  return select(b * c + a * s, a * c - b * s, d < HALF);
+}
+
+/** 16 bytes of the cache from 4 (f32) or 8 (f16, rounded to nearest like CT(x)) values, as the cache stores them. */
+fn packLoad(x: array<f32, 8>) -> vec4<u32> {
+  if (F16) {
+    return vec4<u32>(pack2x16float(vec2f(x[0], x[1])), pack2x16float(vec2f(x[2], x[3])),
+                     pack2x16float(vec2f(x[4], x[5])), pack2x16float(vec2f(x[6], x[7])));
+  }
+  return bitcast<vec4<u32>>(vec4f(x[0], x[1], x[2], x[3]));
+}
+
+/** qs ← rope(q_norm(q)) of the workgroup's G rows; where `owner` (this split holds pos), the kv head's
+ *  rope(k_norm(k)) and v go to the token's slot, visible to the workgroup's reads after the storage barrier. */
+fn normRopeWrite(t: u32, pos: u32, kvh: u32, row0: u32, pages: u32, owner: bool, tid: u32) {
+  let kRow = (t * p.nKv + kvh) * u32(HD);
+  // Sums of squares: q rows through red, the k row through probs (both free until the key loop).
+  var ss: array<f32, G + 1u>;
+  for (var r = 0u; r <= G; r++) { ss[r] = 0.0; }
+  for (var i = tid; i < u32(HD); i += WG) {
+    for (var r = 0u; r < G; r++) {
+      let x = q[(row0 + r) * u32(HD) + i];
+      ss[r] += x * x;
+    }
+    if (owner) {
+      let x = kIn[kRow + i];
+      ss[G] += x * x;
+    }
+  }
+  for (var r = 0u; r < G; r++) { red[r * WG + tid] = ss[r]; }
+  probs[tid] = ss[G];
+  workgroupBarrier();
+  for (var st = WG / 2u; st > 0u; st >>= 1u) {
+    if (tid < st) {
+      for (var r = 0u; r < G; r++) { red[r * WG + tid] += red[r * WG + tid + st]; }
+      probs[tid] += probs[tid + st];
+    }
+    workgroupBarrier();
+  }
+  for (var i = tid; i < u32(HD); i += WG) {
+    for (var r = 0u; r < G; r++) {
+      let rs = inverseSqrt(red[r * WG] / f32(HD) + p.eps);
+      normed[r * u32(HD) + i] = qkw[i] * (q[(row0 + r) * u32(HD) + i] * rs);
+    }
+    if (owner) {
+      let rs = inverseSqrt(probs[0] / f32(HD) + p.eps);
+      normed[G * u32(HD) + i] = qkw[u32(HD) + i] * (kIn[kRow + i] * rs);
+    }
+  }
+  workgroupBarrier();
+  for (var i = tid; i < G * QV; i += WG) {
+    let r = i / QV;
+    let d = 4u * (i % QV);
+    qs[i] = vec4f(rotated(r, d, pos), rotated(r, d + 1u, pos), rotated(r, d + 2u, pos), rotated(r, d + 3u, pos));
+  }
+  if (owner) {
+    let slot = pageTable[pages + pos / p.pageSize] * p.pageSize + pos % p.pageSize;
+    let base = (slot * p.nKv + kvh) * LPR;
+    for (var c = tid; c < LPR; c += WG) {
+      var kx: array<f32, 8>;
+      var vx: array<f32, 8>;
+      for (var e = 0u; e < LW; e++) {
+        kx[e] = rotated(G, c * LW + e, pos);
+        vx[e] = vIn[kRow + c * LW + e];
+      }
+      kc[base + c] = packLoad(kx);
+      vc[base + c] = packLoad(vx);
+    }
+  }
+  storageBarrier();
+}
+#endif
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
   let split = wid.x;
   let kvh = wid.y;
   let seq = wid.z;
+#if FUSE
+  let t = seq;
+#else
   let t = qStarts[seq];
+#endif
   let pos = qPositions[t];
   let row0 = t * p.nHeads + kvh * G;   // first of the G query rows
+  let begin = split * p.chunk;
+  let end = max(begin, min(pos + 1u, begin + p.chunk));
+  let pages = seq * p.maxPages;
+#if FUSE
+  normRopeWrite(t, pos, kvh, row0, pages, pos >= begin && pos < begin + p.chunk, tid);
+#else
   for (var i = tid; i < G * QV; i += WG) {
     let b = (row0 + i / QV) * u32(HD) + 4u * (i % QV);
     qs[i] = vec4f(q[b], q[b + 1u], q[b + 2u], q[b + 3u]);
   }
-  let begin = split * p.chunk;
-  let end = max(begin, min(pos + 1u, begin + p.chunk));
-  let pages = seq * p.maxPages;
+#endif
   let lane = tid % LPR;
   let kg = tid / LPR;
   var m: array<f32, G>;

@@ -3,6 +3,7 @@
 // attention_backward_quad.wgsl where subgroups exist) and inference over the paged KV cache
 // (shaders/attention_paged.wgsl; decode steps attention_decode.wgsl's version 2, its version 3 when asked).
 // TROUPE_ATTENTION_PREFILL / _BACKWARD (1|2) and TROUPE_ATTENTION_DECODE (2|3) force a version.
+import type { DType } from '../gpu/dtype.ts';
 import { GpuLimitError } from '../gpu/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
@@ -225,6 +226,33 @@ export function decodeV3Lanes(gpu: Gpu, headDim: number, group: number, cacheDty
   return workgroupBytes('decode3', headDim, group, lanes) <= gpu.limits.maxComputeWorkgroupStorageSize ? lanes : null;
 }
 
+/** A decode step's q/k norm, RoPE and cache write done inside attention_decode.wgsl (FUSE) instead of by
+ *  qkNormRope first: q is then q_proj's rows as they come, and these the rest of what qk_norm_rope's `to_cache`
+ *  reads. The rope tables must cover every position of the batch (RopeTable.ensure). */
+export interface DecodeQkNormRope {
+  /** k_proj's and v_proj's rows, f32 [Tq, nKv, headDim] (the sequences' new tokens). */
+  k: Tensor;
+  v: Tensor;
+  /** q_norm's weight, then k_norm's: f32 [2, headDim]. */
+  qkNorm: Tensor;
+  cos: Tensor;
+  sin: Tensor;
+  eps: number;
+}
+
+/** Storage buffers of attention_decode.wgsl's FUSE variant. */
+const DECODE_FUSED_STORAGE_BUFFERS = 12;
+
+/** Whether attentionPaged can take a DecodeQkNormRope for Tq queries of this batch: a version-2 decode step of
+ *  f32 queries, on a device that binds 12 storage buffers a stage and has room for the normed rows. */
+export function decodeFusesQkNormRope(gpu: Gpu, dims: AttentionDims, cacheDtype: 'f32' | 'f16', Tq: number, batch: Pick<PagedBatch, 'numSeqs' | 'maxQueries'>, qDtype: DType = 'f32'): boolean {
+  if (qDtype !== 'f32') return false;
+  if (gpu.limits.maxStorageBuffersPerShaderStage < DECODE_FUSED_STORAGE_BUFFERS) return false;
+  if (pagedKernel(gpu, dims, cacheDtype, Tq, batch) !== 'decode2') return false;
+  const group = dims.nHeads / dims.nKv;
+  return workgroupBytes('decode2', Math.max(dims.headDim, 8), group) + 4 * (group + 1) * dims.headDim <= gpu.limits.maxComputeWorkgroupStorageSize;
+}
+
 /** The kernels of attentionPaged: decode versions 3 (subgroups) and 2 (one query per sequence), the version-1
  *  decode entry (few rows per sequence) and the tiled one. */
 export type PagedKernel = 'decode3' | 'decode2' | 'decode' | 'paged';
@@ -261,7 +289,7 @@ export function pagedKernel(
  *  A decode step takes attention_decode.wgsl's version 2 where it applies (decodeV2Applies), or version 3 when
  *  `prefer` (or TROUPE_ATTENTION_DECODE=3) asks and subgroups exist (decodeV3Lanes); other calls with few rows per
  *  sequence the `decode` entry point of attention_paged.wgsl, and the rest its tiled `main`. */
-export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: number, batch: PagedBatch, dims: AttentionDims, prefer?: 'decode3' | 'decode2'): Tensor {
+export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: number, batch: PagedBatch, dims: AttentionDims, prefer?: 'decode3' | 'decode2', qkNormRope?: DecodeQkNormRope): Tensor {
   const name = 'attention_paged';
   const { group, scale } = checkDims(name, dims);
   if (dims.nKv !== cache.nKv || dims.headDim !== cache.headDim) {
@@ -279,6 +307,7 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   if (batch.numSeqs > MAX_WORKGROUPS) throw new ShapeError(`${name}: ${batch.numSeqs} sequences exceed ${MAX_WORKGROUPS}`);
   const seqRows = (batch.maxQueries ?? Tq) * group;
   const kernel = pagedKernel(gpu, dims, cache.dtype, Tq, batch, prefer);
+  if (qkNormRope) checkDecodeQkNormRope(gpu, qkNormRope, dims, cache, Tq, batch, prefer);
   const oneTile = kernel === 'decode3' || kernel === 'decode2';
   const qTiles = oneTile ? 1 : ceilDiv(seqRows, kernel === 'decode' ? 4 : BQ);
   // Version 3's groups walk their keys in series (U = 4 at a time): few sequences get splits down to one pass.
@@ -296,7 +325,7 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   const variant = { consts: { HD: dims.headDim }, aliases: { CT: cache.dtype } };
   const uniforms = new Uniforms()
     .u32(Tq).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(cache.pageSize).u32(batch.maxPages).u32(splits).u32(chunk)
-    .f32(scale * LOG2E).u32(0).u32(0).u32(0);
+    .f32(scale * LOG2E).f32(qkNormRope?.eps ?? 0).u32(0).u32(0);
   const kc = cache.k[layer]!;
   const vc = cache.v[layer]!;
   const tables = [batch.qStarts, batch.qPositions, batch.pageTable, parts, ml];
@@ -304,20 +333,23 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
     gpu.dispatch({
       shader: 'attention_decode',
       entry: 'main_sg',
-      variant: { enables: ['subgroups'], consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: true, L: lanes } },
+      variant: { enables: ['subgroups'], consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: true, L: lanes, FUSE: false } },
       uniforms,
       bindings: [q, kc, vc, ...tables],
       workgroups: [splits, dims.nKv, batch.numSeqs],
       label: 'attention_decode.sg',
     });
   } else if (kernel === 'decode2') {
+    const fuse = qkNormRope !== undefined;
     gpu.dispatch({
       shader: 'attention_decode',
-      variant: { consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: false } },
+      variant: { consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: false, FUSE: fuse } },
       uniforms,
-      bindings: [q, kc, vc, ...tables],
+      bindings: fuse
+        ? [q, kc, vc, null, ...tables.slice(1), qkNormRope.k, qkNormRope.v, qkNormRope.qkNorm, qkNormRope.cos, qkNormRope.sin]
+        : [q, kc, vc, ...tables],
       workgroups: [splits, dims.nKv, batch.numSeqs],
-      label: 'attention_decode',
+      label: fuse ? 'attention_decode(qk_norm_rope)' : 'attention_decode',
     });
   } else {
     gpu.dispatch({
@@ -344,6 +376,23 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   }
   ml.release();
   return o;
+}
+
+function checkDecodeQkNormRope(gpu: Gpu, x: DecodeQkNormRope, dims: AttentionDims, cache: KvCache, Tq: number, batch: PagedBatch, prefer?: 'decode3' | 'decode2'): void {
+  const name = 'attention_decode(qk_norm_rope)';
+  if (prefer === 'decode3' || !decodeFusesQkNormRope(gpu, dims, cache.dtype, Tq, batch)) {
+    throw new ShapeError(`${name}: the q/k norm and RoPE go inside version-2 decode steps only (f32 queries, one per sequence, 12 storage buffers a stage); here: ${Tq} queries of ${batch.numSeqs} sequences, ${gpu.limits.maxStorageBuffersPerShaderStage} storage buffers (decodeFusesQkNormRope)`);
+  }
+  for (const t of [x.k, x.v]) {
+    expectDtype(name, t, 'f32');
+    expectSize(name, t, Tq * dims.nKv * dims.headDim);
+  }
+  expectDtype(name, x.qkNorm, 'f32');
+  expectSize(name, x.qkNorm, 2 * dims.headDim);
+  for (const t of [x.cos, x.sin]) {
+    expectDtype(name, t, 'f32');
+    if (t.size % (dims.headDim / 2)) throw new ShapeError(`${name}: ${t.label} has ${t.size} elements, not whole rows of ${dims.headDim / 2}`);
+  }
 }
 
 /** The attention backward kernels: 1 (attention_backward.wgsl, any device) or 2 (attention_backward_quad.wgsl:

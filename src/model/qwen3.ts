@@ -13,7 +13,7 @@
 // recomputation can call them and keep the saved values it needs (rmsnorm rstd, attention lse) explicit.
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { attentionPaged, attentionPrefill, type AttentionDims } from '../kernels/attention.ts';
+import { attentionPaged, attentionPrefill, type AttentionDims, decodeFusesQkNormRope } from '../kernels/attention.ts';
 import { add } from '../kernels/elementwise.ts';
 import { embedding } from '../kernels/embedding.ts';
 import { matmul, matmulRowsGlu, matmulRowsNorm, matmulRowsParts, pickMatmulVariant, rowsGluApplies, rowsNormApplies, rowsPartsApply } from '../kernels/matmul.ts';
@@ -119,6 +119,7 @@ export function releaseLayerSaved(s: LayerSaved): void {
 export class Qwen3Model {
   readonly dims: AttentionDims;
   readonly rope: RopeTable;
+  private readonly qkNorms: (Tensor | undefined)[] = [];
 
   constructor(
     readonly gpu: Gpu,
@@ -313,6 +314,14 @@ export class Qwen3Model {
     const v = vOut.view([T, c.numKvHeads, c.headDim]);
     let q = qPre;
     let k = kPre;
+    // A decode step norms and rotates q and k inside its attention pass, which also writes k and v to the cache.
+    if (!save && ctx.cache && decodeFusesQkNormRope(gpu, dims, ctx.cache.kv.dtype, T, ctx.cache.batch, qPre.dtype)) {
+      const { kv, batch } = ctx.cache;
+      const o = attentionPaged(gpu, qPre, kv, i, batch, dims, undefined, { k: kPre, v, qkNorm: this.qkNorm(i), cos: this.rope.cos, sin: this.rope.sin, eps });
+      const proj = this.linear(i, 'o_proj', o.view([T, c.numHeads * c.headDim]), w.o, ctx, undefined, residual);
+      for (const t of [qPre, kPre, v, o]) t.release();
+      return proj;
+    }
     // Over the cache, the fused pass also writes k and v to their slots (where the device binds enough buffers).
     const cacheInPass = !save && ctx.cache !== undefined && qkNormRopeWritesCache(gpu);
     if (save) {
@@ -374,7 +383,24 @@ export class Qwen3Model {
     return down;
   }
 
+  /** Layer i's q_norm and k_norm weights side by side, f32 [2, headDim] (the fused decode attention reads both from
+   * one binding), copied on first use. */
+  private qkNorm(i: number): Tensor {
+    let t = this.qkNorms[i];
+    if (!t) {
+      const w = this.weights.layers[i]!;
+      const bytes = this.config.headDim * 4;
+      t = this.gpu.tensor([2, this.config.headDim], 'f32', `model.layers.${i}.self_attn.qk_norm`);
+      this.gpu.copy(w.qNorm, t, bytes, 0, 0);
+      this.gpu.copy(w.kNorm, t, bytes, 0, bytes);
+      this.qkNorms[i] = t;
+    }
+    return t;
+  }
+
   release(): void {
     this.rope.release();
+    for (const t of this.qkNorms) t?.release();
+    this.qkNorms.length = 0;
   }
 }

@@ -5,6 +5,7 @@
 //   forced through setMatmulPolicy(gpu, 'gpu') and compared with the default path.
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Dispatch, Gpu } from '../../src/gpu/gpu.ts';
+import { decodeFusesQkNormRope } from '../../src/kernels/attention.ts';
 import { matmulPolicy, setMatmulPolicy } from '../../src/kernels/matmul.ts';
 import { Qwen3Model } from '../../src/model/qwen3.ts';
 import { type EngineOptions, type GenerateOptions, RolloutEngine } from '../../src/rollout/engine.ts';
@@ -82,6 +83,9 @@ describe('rollout engine, production settings', () => {
       for (const label of ['matmul_rows(rmsnorm, q_proj,k_proj,v_proj)', 'matmul_rows(rmsnorm, gate_proj,up_proj)', 'matmul_rows(swiglu, down_proj)', 'matmul_rows(rmsnorm, lm_head)']) {
         expect(labels.has(label), label).toBe(true);
       }
+      // The q/k norm and RoPE inside decode attention where the device binds its 12 buffers (SwiftShader, lavapipe do).
+      const fused = decodeFusesQkNormRope(gpu, model.dims, 'f32', 2, { numSeqs: 2, maxQueries: 1 });
+      expect(labels.has('attention_decode(qk_norm_rope)')).toBe(fused);
       if (gpu.report.cpuDriver === 'SwiftShader') expect(baseKernels.has('matmul_rows')).toBe(false);
       for (let i = 0; i < prompts.length; i++) {
         expect(rows[i]!.ids).toEqual(base[i]!.ids);
