@@ -15,6 +15,9 @@ for l in sys.stdin:
   r=json.loads(l); print(f\"  {r['name']:64} {r['value']:10.4g} {r['unit']}\")"; }
 after="node .device/dist/troupe.mjs"
 before="node .device/dist-before/troupe.mjs"
+# The GPU idles at its lowest clock until work arrives: without a warm-up the first suite's "before" ran at
+# 0.4-0.6x the same suite a minute later (2026-12-05, H100). WARMUP=0 skips it.
+if [ "${WARMUP:-1}" != 0 ]; then echo "== warm-up (not kept)"; timeout 100 $after bench model --filter decode_b1 > /dev/null 2>&1; fi
 for suite in "$@"; do
   for which in before after; do
     # shellcheck disable=SC2086 # a suite is its name and its options
