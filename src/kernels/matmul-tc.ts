@@ -152,8 +152,6 @@ export interface TcDirectPlan {
  * 512, the earlier figure, gave half the split on most and ran them 1.1-1.2x slower). */
 const DIRECT_SUBGROUPS = 768;
 const DIRECT_MAX_KS = 8;
-/** K splits a caller (the tuner) may ask for: up to 32 subgroups on one tile, more than the heuristic's 8. */
-export const DIRECT_SPLITS: readonly number[] = [1, 2, 4, 8, 16, 32];
 /** The least depth a subgroup of matmul_tc_direct keeps (8 steps of 16). */
 const DIRECT_MIN_KPART = 128;
 
@@ -179,7 +177,7 @@ export function tensorCoreDirectPlan(gpu: Gpu, s: TcShape, da: DType, db: DType,
   let ks = 1;
   while (ks < DIRECT_MAX_KS && tiles * ks < DIRECT_SUBGROUPS && s.K % (2 * ks * config.K) === 0 && s.K / (2 * ks) >= DIRECT_MIN_KPART) ks *= 2;
   if (splits !== undefined) {
-    if (!DIRECT_SPLITS.includes(splits) || s.K % (splits * config.K) !== 0) return `K ${s.K} does not split into ${splits} parts of whole ${config.K}-deep steps`;
+    if (![1, 2, 4, 8].includes(splits) || s.K % (splits * config.K) !== 0) return `K ${s.K} does not split into ${splits} parts of whole ${config.K}-deep steps`;
     ks = splits;
   }
   const subgroupSize = gpu.report.subgroups!.maxSize;

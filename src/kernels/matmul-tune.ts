@@ -7,9 +7,11 @@
 import type { Gpu } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { choiceRuns, type MatmulShape, matmulSupports, matmulWith, pickMatmul } from './matmul.ts';
-import { DIRECT_SPLITS, TC_TILES, type TcTileName, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from './matmul-tc.ts';
+import { TC_TILES, type TcTileName, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from './matmul-tc.ts';
 import { choiceName, type MatmulChoice, MatmulTuning, type TunedEntry, TuningError, type TuneShape } from './matmul-tuning.ts';
 import { randomNormal } from './random.ts';
+
+const SPLITS = [1, 2, 4, 8] as const;
 
 /** Every kernel choice that computes this product here. */
 export function matmulCandidates(gpu: Gpu, s: TuneShape): MatmulChoice[] {
@@ -19,7 +21,7 @@ export function matmulCandidates(gpu: Gpu, s: TuneShape): MatmulChoice[] {
   for (const tcTile of Object.keys(TC_TILES) as TcTileName[]) {
     if (typeof tensorCorePlan(gpu, s, tcTile) !== 'string') out.push({ variant: 'tc', tcTile });
   }
-  for (const tcSplits of DIRECT_SPLITS) {
+  for (const tcSplits of SPLITS) {
     if (typeof tensorCoreDirectPlan(gpu, s, s.a, s.b, tcSplits) !== 'string') out.push({ variant: 'tc_direct', tcSplits });
   }
   return out;
