@@ -98,10 +98,18 @@ export function matmulSupports(v: MatmulVariant, s: MatmulShape): boolean {
   }
 }
 
+/** Up to this many rows, products with at most DIRECT_NARROW_COLS columns stay on the f32 tiles: `troupe tune` on the
+ * H200 found x·Wᵀ of 128 rows and 1024 columns (k, v, o, down of Qwen3-0.6B) 1.6-4.7x faster on tile64v than on
+ * tc_direct (2026-12-04 and 2026-12-05; tc_direct pads 65-127 rows to 128, the f32 tiles do not), while 2048 and
+ * 3072 columns (q, gate, up) and 256 rows were fastest on tc_direct. */
+const DIRECT_NARROW_MAX_ROWS = 128;
+const DIRECT_NARROW_COLS = 1024;
+
 /** Whether matmul's auto policy sends this product (of these operand types) to matmul_tc_direct on `gpu`. */
 export function prefersDirectTensorCores(gpu: Gpu, s: MatmulShape, dtypes?: OperandTypes): boolean {
   const vocab = s.N >= VOCAB_MIN_COLS;
   if (!dtypes || s.M < (vocab ? ROWS_MAX_M + 1 : DIRECT_MIN_ROWS) || s.M >= (vocab ? DIRECT_MIN_ROWS : TC_MIN_ROWS)) return false;
+  if (!vocab && s.M <= DIRECT_NARROW_MAX_ROWS && s.N <= DIRECT_NARROW_COLS) return false;
   return typeof tensorCoreDirectPlan(gpu, s, dtypes.a, dtypes.b) !== 'string';
 }
 

@@ -195,5 +195,9 @@ describe('matmul tc', () => {
     expect(pickMatmulVariant(gpu, rows, { a: 'f32', b: 'f32' })).not.toBe('tc_direct');
     expect(pickMatmulVariant(gpu, { ...rows, M: 16 }, { a: 'f32', b: 'f16' })).toBe('rows');
     expect(pickMatmulVariant(gpu, { ...rows, M: 64 }, { a: 'f32', b: 'f16' })).not.toBe('tc_direct');
+    // 65-128 rows: narrow outputs (k, v, o, down) stay on the f32 tiles, wide ones (q, gate, up) take tc_direct
+    expect(pickMatmulVariant(gpu, { ...rows, M: 128 }, { a: 'f32', b: 'f16' })).toBe('tc_direct');
+    expect(pickMatmulVariant(gpu, { ...rows, M: 100, N: 1024, K: 3072 }, { a: 'f32', b: 'f16' })).toBe('tile64v');
+    expect(pickMatmulVariant(gpu, { ...rows, M: 129, N: 1024, K: 3072 }, { a: 'f32', b: 'f16' })).toBe('tc_direct');
   });
 });
