@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Before/after on the GPU machine in one call (Node/Dawn): each suite given runs with the bundle of the commit
-# before a change (.device/dist-before) and after it (.device/dist), alternating, so that both see the same
-# clocks; then one GRPO step of Voting against PyTorch (bench grpo) unless NO_GRPO=1.
+# before a change (.device/dist-before) and after it (.device/dist), back to back, so that both see the same
+# clocks (give a suite twice to get both orders); then one GRPO step of Voting against PyTorch (bench grpo) unless NO_GRPO=1.
 #   bash bench/before-after-h200.sh "attention --filter backward" training "model --filter decode_b1" "rollout --filter 256seq"
 # Carry [".device/gl", ".device/node", ".device/dist", ".device/dist-before"] (bench/run-h200.sh says how to
 # build a bundle; build dist-before from a clean checkout of the commit before).
@@ -18,8 +18,12 @@ before="node .device/dist-before/troupe.mjs"
 # The GPU idles at its lowest clock until work arrives: without a warm-up the first suite's "before" ran at
 # 0.4-0.6x the same suite a minute later (2026-12-05, H100). WARMUP=0 skips it.
 if [ "${WARMUP:-1}" != 0 ]; then echo "== warm-up (not kept)"; timeout 100 $after bench model --filter decode_b1 > /dev/null 2>&1; fi
+# The order alternates from one suite to the next (before first, then after first, ...): the first run after a
+# pause ran slower in 2026-12-05's calls whichever bundle it was, so a fixed order favours one side.
+i=0
 for suite in "$@"; do
-  for which in before after; do
+  order="before after"; [ $((i % 2)) = 1 ] && order="after before"; i=$((i + 1))
+  for which in $order; do
     # shellcheck disable=SC2086 # a suite is its name and its options
     echo "== $which: $suite"; timeout 200 ${!which} bench $suite --json | tee -a "$OUT/rows-$which.jsonl" | rows
   done
