@@ -246,9 +246,12 @@ const DECODE_FUSED_STORAGE_BUFFERS = 12;
 /** Whether attentionPaged can take a DecodeQkNormRope for Tq queries of this batch: a version-2 decode step of
  *  f32 queries, on a device that binds 12 storage buffers a stage and has room for the normed rows. */
 export function decodeFusesQkNormRope(gpu: Gpu, dims: AttentionDims, cacheDtype: 'f32' | 'f16', Tq: number, batch: Pick<PagedBatch, 'numSeqs' | 'maxQueries'>, qDtype: DType = 'f32'): boolean {
-  if (qDtype !== 'f32') return false;
+  return qDtype === 'f32' && fusedDecodeFits(gpu, dims) && pagedKernel(gpu, dims, cacheDtype, Tq, batch) === 'decode2';
+}
+
+/** Whether the device binds the FUSE variant's buffers and has room for its normed rows. */
+function fusedDecodeFits(gpu: Gpu, dims: AttentionDims): boolean {
   if (gpu.limits.maxStorageBuffersPerShaderStage < DECODE_FUSED_STORAGE_BUFFERS) return false;
-  if (pagedKernel(gpu, dims, cacheDtype, Tq, batch) !== 'decode2') return false;
   const group = dims.nHeads / dims.nKv;
   return workgroupBytes('decode2', Math.max(dims.headDim, 8), group) + 4 * (group + 1) * dims.headDim <= gpu.limits.maxComputeWorkgroupStorageSize;
 }
@@ -307,7 +310,7 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   if (batch.numSeqs > MAX_WORKGROUPS) throw new ShapeError(`${name}: ${batch.numSeqs} sequences exceed ${MAX_WORKGROUPS}`);
   const seqRows = (batch.maxQueries ?? Tq) * group;
   const kernel = pagedKernel(gpu, dims, cache.dtype, Tq, batch, prefer);
-  if (qkNormRope) checkDecodeQkNormRope(gpu, qkNormRope, dims, cache, Tq, batch, prefer);
+  if (qkNormRope) checkDecodeQkNormRope(gpu, qkNormRope, dims, kernel, Tq, batch);
   const oneTile = kernel === 'decode3' || kernel === 'decode2';
   const qTiles = oneTile ? 1 : ceilDiv(seqRows, kernel === 'decode' ? 4 : BQ);
   // Version 3's groups walk their keys in series (U = 4 at a time): few sequences get splits down to one pass.
@@ -378,9 +381,9 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   return o;
 }
 
-function checkDecodeQkNormRope(gpu: Gpu, x: DecodeQkNormRope, dims: AttentionDims, cache: KvCache, Tq: number, batch: PagedBatch, prefer?: 'decode3' | 'decode2'): void {
+function checkDecodeQkNormRope(gpu: Gpu, x: DecodeQkNormRope, dims: AttentionDims, kernel: PagedKernel, Tq: number, batch: PagedBatch): void {
   const name = 'attention_decode(qk_norm_rope)';
-  if (prefer === 'decode3' || !decodeFusesQkNormRope(gpu, dims, cache.dtype, Tq, batch)) {
+  if (kernel !== 'decode2' || !fusedDecodeFits(gpu, dims)) {
     throw new ShapeError(`${name}: the q/k norm and RoPE go inside version-2 decode steps only (f32 queries, one per sequence, 12 storage buffers a stage); here: ${Tq} queries of ${batch.numSeqs} sequences, ${gpu.limits.maxStorageBuffersPerShaderStage} storage buffers (decodeFusesQkNormRope)`);
   }
   for (const t of [x.k, x.v]) {

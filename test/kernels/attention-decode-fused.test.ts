@@ -109,7 +109,8 @@ describe('attention_decode with the q/k norm and RoPE inside (FUSE)', () => {
         });
         const got = await gpu.readF32(o);
         expect(await gpu.readF32(fused.cache.k[0]!)).toEqual(otherLayer); // another layer's cache is untouched
-        expect(relError(got, pagedRef(qRef, seqs, dims))).toBeLessThan(dtype === 'f16' ? 1e-3 : 2e-5);
+        // Measured on SwiftShader / lavapipe: at most 2.6e-7 (f32 cache), 6.5e-7 (f16).
+        expect(relError(got, pagedRef(qRef, seqs, dims))).toBeLessThan(dtype === 'f16' ? 1e-5 : 2e-6);
 
         // The two passes it replaces, on a second cache with the same prefix.
         if (qkNormRopeWritesCache(gpu)) {
@@ -123,10 +124,11 @@ describe('attention_decode with the q/k norm and RoPE inside (FUSE)', () => {
             vc: split.cache.v[1]!,
           });
           const o2 = attentionPaged(gpu, qT, split.cache, 1, split.batch, dims);
-          expect(relError(got, await gpu.readF32(o2))).toBeLessThan(dtype === 'f16' ? 1e-3 : 1e-5);
-          // Same cache contents: v exactly, k to a rounding of the norm's sum (summed in another order).
+          expect(relError(got, await gpu.readF32(o2))).toBeLessThan(dtype === 'f16' ? 1e-5 : 1e-6); // measured at most 6e-8
+          // Same cache contents: v exactly, k to a rounding of the norm's sum (summed in another order: measured at
+          // most 7e-8), which in an f16 cache can flip one element's last bit (2^-11 of it).
           expect(await gpu.readF32(fused.cache.v[1]!)).toEqual(await gpu.readF32(split.cache.v[1]!));
-          expect(relError(await gpu.readF32(fused.cache.k[1]!), await gpu.readF32(split.cache.k[1]!))).toBeLessThan(dtype === 'f16' ? 1e-3 : 1e-6);
+          expect(relError(await gpu.readF32(fused.cache.k[1]!), await gpu.readF32(split.cache.k[1]!))).toBeLessThan(dtype === 'f16' ? 5e-4 : 1e-6);
           releaseBatch(split.batch);
           split.cache.destroy();
         }
