@@ -7,7 +7,7 @@
 // bench/torch/bench_attention.py times the same names and shapes in PyTorch (sdpa).
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
-import { type AttentionBackwardVersion, type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, backwardVersion, pagedKernel, type PrefillKernel, prefillKernel, prefillRows } from '../src/kernels/attention.ts';
+import { type AttentionBackwardVersion, type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, attentionTcUnavailable, backwardVersion, quadKernelsUnavailable, pagedKernel, type PrefillKernel, prefillKernel, prefillRows } from '../src/kernels/attention.ts';
 import { KvCache, type PagedBatch, releaseBatch } from '../src/model/kv-cache.ts';
 import { mulberry32 } from '../src/util/mulberry32.ts';
 import { benchRow, type BenchRow } from './results.ts';
@@ -89,15 +89,17 @@ export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: 
     const { o, lse } = attentionPrefill(gpu, q, k, v, seq, sh.seqs, dims);
     if (want(prefillName)) {
       // The default kernel under the shared name; version 1's variants beside it (_v1 with 8 or 4 rows a thread
-      // as prefillRows picks, _rows4 as well when that is 8).
+      // as prefillRows picks, _rows4 as well when that is 8), and version 3 (_v3, tensor cores) where it can run.
       const v1: PrefillKernel[] = prefillRows(gpu, D) === 8 ? [8, 4] : [4];
-      const kernels = prefillKernel(gpu, D) === 'quad' ? ['quad' as const, ...v1] : v1;
+      const first = prefillKernel(gpu, D);
+      const others: PrefillKernel[] = [...(quadKernelsUnavailable(gpu, D) ? [] : ['quad' as const]), ...v1, ...(attentionTcUnavailable(gpu, D) ? [] : ['tc' as const])];
+      const kernels = [...new Set([first, ...others])];
       for (const kern of kernels) {
         const s = await secondsPerCall(gpu, () => {
           attentionPrefill(gpu, q, k, v, seq, sh.seqs, dims, { o, lse }, kern);
           return [];
         });
-        const suffix = kern === kernels[0] ? '' : kern === v1[0] ? '_v1' : `_rows${kern}`;
+        const suffix = kern === kernels[0] ? '' : kern === 'tc' ? '_v3' : kern === 'quad' ? '_v2' : kern === v1[0] ? '_v1' : `_rows${kern}`;
         rows.push(benchRow(gpu, `${prefillName}${suffix}`, flops / s / 1e9, 'GFLOP/s'));
       }
     }

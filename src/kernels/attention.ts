@@ -1,8 +1,8 @@
 // Causal attention: training/prefill forward over packed sequences (shaders/attention_prefill.wgsl;
-// attention_prefill_quad.wgsl where subgroups exist), its backward (shaders/attention_backward.wgsl;
+// attention_prefill_quad.wgsl where subgroups exist; attention_prefill_tc.wgsl on tensor cores when asked), its backward (shaders/attention_backward.wgsl;
 // attention_backward_quad.wgsl where subgroups exist) and inference over the paged KV cache
 // (shaders/attention_paged.wgsl; decode steps attention_decode.wgsl's version 2, its version 3 when asked).
-// TROUPE_ATTENTION_PREFILL / _BACKWARD (1|2) and TROUPE_ATTENTION_DECODE (2|3) force a version.
+// TROUPE_ATTENTION_PREFILL (1|2|3), _BACKWARD (1|2) and TROUPE_ATTENTION_DECODE (2|3) force a version.
 import type { DType } from '../gpu/dtype.ts';
 import { GpuLimitError } from '../gpu/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
@@ -11,6 +11,7 @@ import { Uniforms } from '../gpu/uniforms.ts';
 import type { KvCache, PagedBatch } from '../model/kv-cache.ts';
 import { expectDtype, expectSize, ShapeError } from './check.ts';
 import { ceilDiv, grid1d, MAX_WORKGROUPS } from './grid.ts';
+import { tensorCoreUnavailable } from './matmul-tc.ts';
 
 export interface AttentionDims {
   nHeads: number;
@@ -26,6 +27,11 @@ const LOG2E = Math.LOG2E;
 /** Largest head dim: 4 slots of 32 lanes. */
 export const MAX_HEAD_DIM = 128;
 
+/** Keys a tile of attention_prefill_tc.wgsl (KT there). */
+const TC_KEYS = 32;
+/** Subgroups a workgroup of attention_prefill_tc.wgsl (NSG there): 64 flat query rows. */
+const TC_SUBGROUPS = 4;
+
 function checkDims(kernel: string, d: AttentionDims): { group: number; scale: number } {
   const { nHeads, nKv, headDim } = d;
   if (![nHeads, nKv, headDim].every((x) => Number.isInteger(x) && x > 0)) {
@@ -37,7 +43,7 @@ function checkDims(kernel: string, d: AttentionDims): { group: number; scale: nu
 }
 
 /** Workgroup memory (bytes) of each entry point for a head dim, as declared in its shader. */
-export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'paged' | 'decode' | 'decode2' | 'decode3' | 'dkdv' | 'dq' | 'dkdv2' | 'dq2', headDim: number, group = 1, lanes = 1): number {
+export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'prefill3' | 'paged' | 'decode' | 'decode2' | 'decode3' | 'dkdv' | 'dq' | 'dkdv2' | 'dq2', headDim: number, group = 1, lanes = 1): number {
   const ns = Math.ceil(headDim / 4);
   const vec4 = 16;
   switch (kernel) {
@@ -49,6 +55,12 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'p
     }
     case 'paged':
       return vec4 * (16 * ns + 32 * (ns + 1) + 2 * 4 * 32) + 4 * (2 * 16 + 32 + 2);
+    case 'prefill3': {
+      // attention_prefill_tc.wgsl with `group` subgroups: f16 K and V tiles of 32 keys (padded rows), f32 scores and
+      // f16 probabilities of 16 rows a subgroup, the key range
+      const rows = 16 * group;
+      return 2 * 2 * TC_KEYS * (headDim + 8) + 4 * rows * TC_KEYS + 2 * rows * (TC_KEYS + 8) + 8;
+    }
     case 'decode':
       return vec4 * (4 * Math.max(1, Math.floor(headDim / 4)) + 4 * 4 * 32 + 8) + 4 * (128 + 8 + 2);
     case 'decode2': {
@@ -107,9 +119,27 @@ export function prefillRows(gpu: Gpu, headDim: number): 4 | 8 {
   return workgroupBytes('prefill8', headDim) <= gpu.limits.maxComputeWorkgroupStorageSize ? 8 : 4;
 }
 
-/** attentionPrefill's kernels: version 1 (attention_prefill.wgsl, any device) with 4 or 8 query rows a thread, or
- *  'quad', version 2 (attention_prefill_quad.wgsl: q and o rows in registers, a quad of threads per query row). */
-export type PrefillKernel = 4 | 8 | 'quad';
+/** attentionPrefill's kernels: version 1 (attention_prefill.wgsl, any device) with 4 or 8 query rows a thread,
+ *  'quad', version 2 (attention_prefill_quad.wgsl: q and o rows in registers, a quad of threads per query row), or
+ *  'tc', version 3 (attention_prefill_tc.wgsl: q·kᵀ and P·V on tensor cores, two passes over the keys). */
+export type PrefillKernel = 4 | 8 | 'quad' | 'tc';
+
+/** Why attention_prefill_tc.wgsl cannot run on `gpu` for this head dim, or null when it can: it needs the
+ *  tensor-core matmul's features (tensorCoreUnavailable), 16 x 16 x 16 f16 fragments and a head dim of 128. */
+export function attentionTcUnavailable(gpu: Gpu, headDim: number): string | null {
+  const why = tensorCoreUnavailable(gpu);
+  if (why) return why;
+  if (headDim !== 128) return `head dim ${headDim} (the tensor-core kernel takes 128)`;
+  if (!gpu.report.subgroupMatrixConfigs.some((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && c.M === 16 && c.N === 16 && c.K === 16)) {
+    return 'no 16x16x16 f16 -> f32 subgroup matrix config';
+  }
+  const sg = gpu.report.subgroups!.maxSize;
+  if (sg < 16) return `subgroups of ${sg} lanes (the kernel needs 16)`;
+  if (TC_SUBGROUPS * sg > gpu.limits.maxComputeInvocationsPerWorkgroup) return `${TC_SUBGROUPS * sg} invocations a workgroup over the limit`;
+  const bytes = workgroupBytes('prefill3', headDim, TC_SUBGROUPS);
+  if (bytes > gpu.limits.maxComputeWorkgroupStorageSize) return `${bytes} bytes of workgroup memory (limit ${gpu.limits.maxComputeWorkgroupStorageSize})`;
+  return null;
+}
 
 const envCache = new Map<string, string | undefined>();
 
@@ -125,9 +155,15 @@ function envVersion(name: string, allowed: readonly string[]): string | undefine
 }
 
 /** The kernel attentionPrefill runs by default: version 2 wherever quads can run (quadKernelsUnavailable), else
- *  version 1 with prefillRows; TROUPE_ATTENTION_PREFILL=1|2 forces a version. */
+ *  version 1 with prefillRows; TROUPE_ATTENTION_PREFILL=1|2|3 forces a version. Version 3 (tensor cores) runs only
+ *  when asked until a GPU has measured it against version 2. */
 export function prefillKernel(gpu: Gpu, headDim: number): PrefillKernel {
-  const want = envVersion('TROUPE_ATTENTION_PREFILL', ['1', '2']);
+  const want = envVersion('TROUPE_ATTENTION_PREFILL', ['1', '2', '3']);
+  if (want === '3') {
+    const whyTc = attentionTcUnavailable(gpu, headDim);
+    if (whyTc) throw new GpuLimitError(`attention_prefill version 3 cannot run here: ${whyTc}`);
+    return 'tc';
+  }
   const why = quadKernelsUnavailable(gpu, headDim);
   if (want === '2' && why) throw new GpuLimitError(`attention_prefill version 2 cannot run here: ${why}`);
   return want !== '1' && !why ? 'quad' : prefillRows(gpu, headDim);
@@ -158,6 +194,24 @@ export function attentionPrefill(
   expectDtype(name, o, 'f32');
   expectDtype(name, lse, 'f32');
   const uniforms = new Uniforms().u32(T).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(numSeqs).f32(scale * LOG2E).u32(0).u32(0);
+  if (kernel === 'tc') {
+    const why = attentionTcUnavailable(gpu, dims.headDim);
+    if (why) throw new GpuLimitError(`${name} version 3 cannot run here: ${why}`);
+    const tiles = ceilDiv(T * group, 16 * TC_SUBGROUPS);
+    checkGrid(name, tiles);
+    gpu.dispatch({
+      shader: 'attention_prefill_tc',
+      variant: {
+        enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
+        consts: { SM: 16, SN: 16, SK: 16, SG: gpu.report.subgroups!.maxSize, HD: dims.headDim, NSG: TC_SUBGROUPS },
+      },
+      uniforms,
+      bindings: [q, k, v, seqStarts, o, lse],
+      workgroups: [tiles, dims.nKv],
+      label: name,
+    });
+    return { o, lse };
+  }
   if (kernel === 'quad') {
     const why = quadKernelsUnavailable(gpu, dims.headDim);
     if (why) throw new GpuLimitError(`${name} version 2 cannot run here: ${why}`);

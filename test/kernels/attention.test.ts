@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { type AttentionDims, attentionBackward, quadKernelsUnavailable, backwardVersion, attentionPrefill, type PrefillKernel, prefillKernel, prefillRows, workgroupBytes } from '../../src/kernels/attention.ts';
+import { type AttentionDims, attentionBackward, attentionTcUnavailable, quadKernelsUnavailable, backwardVersion, attentionPrefill, type PrefillKernel, prefillKernel, prefillRows, workgroupBytes } from '../../src/kernels/attention.ts';
 import { starts, uploadQkv } from '../helpers/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { dot, numericGrad } from '../helpers/finite-diff.ts';
-import { attentionBackwardRef, attentionRef } from '../ref/attention.ts';
+import { attentionBackwardRef, attentionRef, attentionTcRef } from '../ref/attention.ts';
 
 // Version 1 (4 or 8 rows a thread) and version 2 ('quad': tiles of 32 flat rows and 16 keys): sequences that
 // straddle tiles and start inside them, GQA groups of 1-3.
@@ -57,6 +57,48 @@ describe('attentionPrefill', () => {
     expect(() => attentionPrefill(gpu, tq, tk, badV, seq, 1, dims)).toThrow(/shortV has 80 elements/);
     expect(() => attentionPrefill(gpu, tq, tk, tk, seq, 1, { nHeads: 4, nKv: 3, headDim: 16 })).toThrow(/multiple of nKv/);
     expect(() => attentionPrefill(gpu, tq, tk, tk, seq, 2, dims)).toThrow(/seqStarts has 2 entries/);
+  });
+});
+
+// Version 3 (tensor cores, attention_prefill_tc.wgsl: tiles of 64 flat rows and 32 keys, f16 q·scale, k, v and P) where
+// the GPU has subgroup matrices; on the CPU drivers attention-tc-emulated.test.ts runs it with them emulated.
+describe('attentionPrefill version 3 (tensor cores)', () => {
+  const cases: { lens: number[]; dims: AttentionDims }[] = [
+    { lens: [1, 7, 33, 130], dims: { nHeads: 4, nKv: 2, headDim: 128 } },
+    { lens: [5, 40, 1, 17, 300], dims: { nHeads: 16, nKv: 8, headDim: 128 } },
+    { lens: [70, 3], dims: { nHeads: 6, nKv: 2, headDim: 128, scale: 0.05 } },
+    { lens: [129], dims: { nHeads: 2, nKv: 2, headDim: 128 } },
+  ];
+  for (const { lens, dims } of cases) {
+    it(`lens [${lens}] heads ${dims.nHeads}/${dims.nKv}: as the reference of its f16 roundings, near exact attention`, async (ctx) => {
+      const gpu = await testGpu();
+      const why = attentionTcUnavailable(gpu, dims.headDim);
+      if (why) return ctx.skip(`version 3: ${why}`);
+      const st = starts(lens);
+      const T = st[st.length - 1]!;
+      const { q, k, v, tq, tk, tv } = uploadQkv(gpu, T, dims, 5 + T);
+      const seq = gpu.upload(st, [st.length], 'u32', 'seqStarts');
+      const { o, lse } = attentionPrefill(gpu, tq, tk, tv, seq, lens.length, dims, {}, 'tc');
+      const [gotO, gotLse] = [await gpu.readF32(o), await gpu.readF32(lse)];
+      const rounded = attentionTcRef(q, k, v, st, dims);
+      const exact = attentionRef(q, k, v, st, dims);
+      // the bounds of the emulated run (attention-tc-emulated.test.ts), lse's widened for the GPU's exp2 and log2
+      expect(relError(gotO, rounded.o)).toBeLessThan(1e-4);
+      expect(relError(gotLse, rounded.lse)).toBeLessThan(2e-6);
+      expect(relError(gotO, exact.o)).toBeLessThan(2e-3);
+      expect(relError(gotLse, exact.lse)).toBeLessThan(5e-4);
+    });
+  }
+
+  it('refuses where it cannot run, naming why', async () => {
+    const gpu = await testGpu();
+    const dims = { nHeads: 2, nKv: 1, headDim: 64 };
+    const { tq, tk, tv } = uploadQkv(gpu, 5, dims, 4);
+    const seq = gpu.upload([0, 5], [2], 'u32', 'seqStarts');
+    expect(attentionTcUnavailable(gpu, 64)).toMatch(/./);
+    expect(() => attentionPrefill(gpu, tq, tk, tv, seq, 1, dims, {}, 'tc')).toThrow(/attention_prefill version 3 cannot run here: .*(head dim 64|subgroup|shader-f16)/);
+    const at128 = attentionTcUnavailable(gpu, 128);
+    if (at128) expect(at128).toMatch(/subgroup|shader-f16/);
   });
 });
 

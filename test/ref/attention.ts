@@ -1,4 +1,5 @@
 // CPU references (f64) for causal attention over packed sequences, its backward, and paged attention.
+import { roundF16 } from '../../src/gpu/dtype.ts';
 export interface RefDims {
   nHeads: number;
   nKv: number;
@@ -118,4 +119,40 @@ export function pagedRef(
     }
   }
   return o;
+}
+
+/** attentionRef with the roundings of the tensor-core kernel (shaders/attention_prefill_tc.wgsl): q·scale·log2(e),
+ *  k and v rounded to f16, each probability rounded to f16 after its division by the row's sum; sums in f64. A GPU
+ *  result differs from it by f32 accumulation order and exp2's error (and a probability that rounds the other way). */
+export function attentionTcRef(q: Float32Array, k: Float32Array, v: Float32Array, seqStarts: number[], d: RefDims) {
+  const { nHeads: H, nKv, headDim: D } = d;
+  const T = seqStarts[seqStarts.length - 1]!;
+  const G = H / nKv;
+  const scale2 = Math.fround(sc(d) * Math.LOG2E);
+  const qh = roundF16(Float32Array.from(q, (x) => Math.fround(x * scale2)));
+  const [kh, vh] = [roundF16(k), roundF16(v)];
+  const o = new Float64Array(T * H * D);
+  const lse = new Float64Array(T * H);
+  for (let s = 0; s + 1 < seqStarts.length; s++) {
+    const a = seqStarts[s]!;
+    for (let t = a; t < seqStarts[s + 1]!; t++) {
+      for (let h = 0; h < H; h++) {
+        const kvh = Math.floor(h / G);
+        const scores: number[] = [];
+        for (let j = a; j <= t; j++) {
+          let dot = 0;
+          for (let x = 0; x < D; x++) dot += qh[(t * H + h) * D + x]! * kh[(j * nKv + kvh) * D + x]!;
+          scores.push(dot);
+        }
+        const m = Math.max(...scores);
+        const sum = scores.reduce((acc, x) => acc + 2 ** (x - m), 0);
+        lse[t * H + h] = (m + Math.log2(sum)) * Math.LN2;
+        const p = roundF16(scores.map((x) => 2 ** (x - m) / sum));
+        for (let j = a; j <= t; j++) {
+          for (let x = 0; x < D; x++) o[(t * H + h) * D + x] += p[j - a]! * vh[(j * nKv + kvh) * D + x]!;
+        }
+      }
+    }
+  }
+  return { o, lse };
 }
