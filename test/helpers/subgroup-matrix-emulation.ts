@@ -61,6 +61,38 @@ fn emuMma(l: EmuFragment, r: EmuFragment, c: EmuFragment) -> EmuFragment {
 }
 `;
 
+/** Each subgroupMatrixLoad<T[, majorness]>(…) and subgroupMatrixStore[<majorness>](…) call in `code` replaced by
+ * `rewrite(template, args)`: template is "T[, majorness]" for a load, "store[, majorness]" for a store; args are the
+ * call's top-level arguments. */
+function rewriteCalls(code: string, rewrite: (template: string, args: string[]) => string): string {
+  const call = /subgroupMatrix(Load|Store)(?:<([^>]*)>)?\(/g;
+  let out = '';
+  let from = 0;
+  for (let m = call.exec(code); m; m = call.exec(code)) {
+    const args: string[] = [];
+    let depth = 0;
+    let arg = '';
+    let i = m.index + m[0].length;
+    for (; i < code.length; i++) {
+      const ch = code[i]!;
+      if (depth === 0 && (ch === ',' || ch === ')')) {
+        args.push(arg.trim());
+        arg = '';
+        if (ch === ')') break;
+        continue;
+      }
+      if (ch === '(') depth++;
+      if (ch === ')') depth--;
+      arg += ch;
+    }
+    const template = m[1] === 'Store' ? ['store', m[2]].filter(Boolean).join(', ') : m[2]!;
+    out += code.slice(from, m.index) + rewrite(template, args);
+    from = i + 1;
+    call.lastIndex = from;
+  }
+  return out + code.slice(from);
+}
+
 /** `source` (a shader using subgroup matrices, without its `enable` lines) with them emulated for a workgroup of
  * `subgroups` subgroups of 32. Its entry point must take @builtin(local_invocation_index); subgroup_id and
  * subgroup_invocation_id, if taken, become lets of the same names. */
@@ -76,17 +108,24 @@ export function emulateSubgroupMatrices(source: string, subgroups: number): stri
     return m[1]!;
   };
   const loads = new Set<string>();
-  code = code.replace(/subgroupMatrixLoad<(\w+)>\(&(\w+),\s*/g, (_, alias: string, array: string) => {
-    const kind = kinds.get(alias);
-    if (!kind) throw new Error(`emulation: ${alias} is not a subgroup matrix alias`);
-    elemOf(array);
-    loads.add(`${kind} ${array}`);
-    return `emuLoad_${kind}_${array}(`;
-  });
   const stores = new Set<string>();
-  code = code.replace(/subgroupMatrixStore\(&(\w+),\s*/g, (_, array: string) => {
-    stores.add(array);
-    return `emuStore_${array}(`;
+  code = rewriteCalls(code, (template, args) => {
+    // Dawn's two forms: majorness as a bool argument before the stride, or as a template argument
+    const [what, major] = template.split(',').map((x) => x.trim());
+    const [pointer, offset, ...rest] = args;
+    const array = /^&(\w+)$/.exec(pointer ?? '')?.[1];
+    if (!array) throw new Error(`emulation: a fragment must come from a named workgroup array, got ${pointer}`);
+    elemOf(array);
+    const colMajor = major === undefined ? rest.splice(rest.length - 2, 1)[0]! : String(major === 'col_major');
+    if (what === 'store') {
+      stores.add(array);
+      const [value, stride] = rest;
+      return `emuStore_${array}(${offset}, ${value}, ${colMajor}, ${stride})`;
+    }
+    const kind = kinds.get(what);
+    if (!kind) throw new Error(`emulation: ${what} is not a subgroup matrix alias`);
+    loads.add(`${kind} ${array}`);
+    return `emuLoad_${kind}_${array}(${offset}, ${colMajor}, ${rest[0]})`;
   });
   code = code.replace(/subgroupMatrixMultiplyAccumulate\(/g, 'emuMma(');
   const lets: string[] = [];
