@@ -31,6 +31,8 @@ export const MAX_HEAD_DIM = 128;
 const TC_KEYS = 32;
 /** Subgroups a workgroup of attention_prefill_tc.wgsl (NSG there): 64 flat query rows. */
 const TC_SUBGROUPS = 4;
+/** Subgroups a workgroup of attention_backward_tc.wgsl (NSG there): 32 keys (dkdv) or flat query rows (dq_rows). */
+const TC_BACKWARD_SUBGROUPS = 2;
 
 function checkDims(kernel: string, d: AttentionDims): { group: number; scale: number } {
   const { nHeads, nKv, headDim } = d;
@@ -43,7 +45,7 @@ function checkDims(kernel: string, d: AttentionDims): { group: number; scale: nu
 }
 
 /** Workgroup memory (bytes) of each entry point for a head dim, as declared in its shader. */
-export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'prefill3' | 'paged' | 'decode' | 'decode2' | 'decode3' | 'dkdv' | 'dq' | 'dkdv2' | 'dq2', headDim: number, group = 1, lanes = 1): number {
+export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'prefill3' | 'paged' | 'decode' | 'decode2' | 'decode3' | 'dkdv' | 'dq' | 'dkdv2' | 'dq2' | 'dkdv3' | 'dq3', headDim: number, group = 1, lanes = 1): number {
   const ns = Math.ceil(headDim / 4);
   const vec4 = 16;
   switch (kernel) {
@@ -61,6 +63,13 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'p
       const rows = 16 * group;
       return 2 * 2 * TC_KEYS * (headDim + 8) + 4 * rows * TC_KEYS + 2 * rows * (TC_KEYS + 8) + 8;
     }
+    case 'dkdv3':
+      // attention_backward_tc.wgsl's dkdv with `group` subgroups: f16 K and V rows (32 a subgroup's worth of room), q and
+      // dO' rows of a 16-row tile, f32 Sᵀ and dPᵀ and f16 Pᵀ and dS'ᵀ of each subgroup, row metadata
+      return 2 * 2 * 2 * 16 * (headDim + 8) + 2 * 2 * 16 * (headDim + 8) + group * 2 * 256 * (4 + 2) + 16 * (4 + 4 + 8) + 8;
+    case 'dq3':
+      // its dq_rows: the same K and V room (a key tile of 32), f32 S and dP' of 16 rows x 32 keys and f16 dS' a subgroup
+      return 2 * 2 * 2 * 16 * (headDim + 8) + group * (2 * 16 * TC_KEYS * 4 + 16 * (TC_KEYS + 8) * 2) + 8;
     case 'decode':
       return vec4 * (4 * Math.max(1, Math.floor(headDim / 4)) + 4 * 4 * 32 + 8) + 4 * (128 + 8 + 2);
     case 'decode2': {
@@ -124,9 +133,10 @@ export function prefillRows(gpu: Gpu, headDim: number): 4 | 8 {
  *  'tc', version 3 (attention_prefill_tc.wgsl: q·kᵀ and P·V on tensor cores, two passes over the keys). */
 export type PrefillKernel = 4 | 8 | 'quad' | 'tc';
 
-/** Why attention_prefill_tc.wgsl cannot run on `gpu` for this head dim, or null when it can: it needs the
- *  tensor-core matmul's features (tensorCoreUnavailable), 16 x 16 x 16 f16 fragments and a head dim of 128. */
-export function attentionTcUnavailable(gpu: Gpu, headDim: number): string | null {
+/** Why attention_prefill_tc.wgsl (or, for 'backward', attention_backward_tc.wgsl) cannot run on `gpu` for this head
+ *  dim, or null when it can: it needs the tensor-core matmul's features (tensorCoreUnavailable), 16 x 16 x 16 f16
+ *  fragments, a head dim of 128 and the workgroup memory of its tiles. */
+export function attentionTcUnavailable(gpu: Gpu, headDim: number, pass: 'prefill' | 'backward' = 'prefill'): string | null {
   const why = tensorCoreUnavailable(gpu);
   if (why) return why;
   if (headDim !== 128) return `head dim ${headDim} (the tensor-core kernel takes 128)`;
@@ -135,9 +145,13 @@ export function attentionTcUnavailable(gpu: Gpu, headDim: number): string | null
   }
   const sg = gpu.report.subgroups!.maxSize;
   if (sg < 16) return `subgroups of ${sg} lanes (the kernel needs 16)`;
-  if (TC_SUBGROUPS * sg > gpu.limits.maxComputeInvocationsPerWorkgroup) return `${TC_SUBGROUPS * sg} invocations a workgroup over the limit`;
-  const bytes = workgroupBytes('prefill3', headDim, TC_SUBGROUPS);
-  if (bytes > gpu.limits.maxComputeWorkgroupStorageSize) return `${bytes} bytes of workgroup memory (limit ${gpu.limits.maxComputeWorkgroupStorageSize})`;
+  const subgroups = pass === 'prefill' ? TC_SUBGROUPS : TC_BACKWARD_SUBGROUPS;
+  if (subgroups * sg > gpu.limits.maxComputeInvocationsPerWorkgroup) return `${subgroups * sg} invocations a workgroup over the limit`;
+  const kernels = pass === 'prefill' ? (['prefill3'] as const) : (['dkdv3', 'dq3'] as const);
+  for (const kernel of kernels) {
+    const bytes = workgroupBytes(kernel, headDim, subgroups);
+    if (bytes > gpu.limits.maxComputeWorkgroupStorageSize) return `${kernel}: ${bytes} bytes of workgroup memory (limit ${gpu.limits.maxComputeWorkgroupStorageSize})`;
+  }
   return null;
 }
 
@@ -452,9 +466,10 @@ function checkDecodeQkNormRope(gpu: Gpu, x: DecodeQkNormRope, dims: AttentionDim
   }
 }
 
-/** The attention backward kernels: 1 (attention_backward.wgsl, any device) or 2 (attention_backward_quad.wgsl:
- * operands in registers, scores summed over quads; needs subgroups of at least 4 and a head dim multiple of 16). */
-export type AttentionBackwardVersion = 1 | 2;
+/** The attention backward kernels: 1 (attention_backward.wgsl, any device), 2 (attention_backward_quad.wgsl:
+ * operands in registers, scores summed over quads; needs subgroups of at least 4 and a head dim multiple of 16) or
+ * 3 (attention_backward_tc.wgsl: the products on tensor cores; attentionTcUnavailable says where it runs). */
+export type AttentionBackwardVersion = 1 | 2 | 3;
 
 
 /** Why the quad kernels (attention's backward and prefill version 2) cannot run on `gpu` for this head dim, or null when they can. */
@@ -467,10 +482,16 @@ export function quadKernelsUnavailable(gpu: Gpu, headDim: number): string | null
   return null;
 }
 
-/** The version attentionBackward runs: `requested` (or TROUPE_ATTENTION_BACKWARD), else 2 wherever it can run. */
+/** The version attentionBackward runs: `requested` (or TROUPE_ATTENTION_BACKWARD), else 2 wherever it can run.
+ *  Version 3 (tensor cores) runs only when asked until a GPU has measured it against version 2. */
 export function backwardVersion(gpu: Gpu, headDim: number, requested?: AttentionBackwardVersion): AttentionBackwardVersion {
-  const env = envVersion('TROUPE_ATTENTION_BACKWARD', ['1', '2']);
+  const env = envVersion('TROUPE_ATTENTION_BACKWARD', ['1', '2', '3']);
   const want = requested ?? (env === undefined ? null : (Number(env) as AttentionBackwardVersion));
+  if (want === 3) {
+    const whyTc = attentionTcUnavailable(gpu, headDim, 'backward');
+    if (whyTc) throw new GpuLimitError(`attention_backward version 3 cannot run here: ${whyTc}`);
+    return 3;
+  }
   const why = quadKernelsUnavailable(gpu, headDim);
   if (want === 2 && why) throw new GpuLimitError(`attention_backward version 2 cannot run here: ${why}`);
   return want ?? (why ? 1 : 2);
@@ -501,7 +522,9 @@ export function attentionBackward(
   }
   expectSize(name, lse, T * dims.nHeads);
   expectDtype(name, lse, 'f32');
-  const v2 = backwardVersion(gpu, dims.headDim, version) === 2;
+  const chosen = backwardVersion(gpu, dims.headDim, version);
+  if (chosen === 3) return attentionBackwardTc(gpu, { q, k, v, o, lse, dO, seqStarts }, T, numSeqs, dims, group, scale);
+  const v2 = chosen === 2;
   const keyTiles = ceilDiv(T, v2 ? 32 : 8);
   const rowTiles = ceilDiv(T * group, v2 ? 32 : 16);
   checkGrid(name, Math.max(keyTiles, rowTiles));
@@ -544,5 +567,43 @@ export function attentionBackward(
     label: `${name}.dq`,
   });
   stats.release();
+  return { dq, dk, dv };
+}
+
+/** attentionBackward's version 3 (shaders/attention_backward_tc.wgsl): `delta` keeps each row's statistics and the
+ *  largest |dO| of each sequence, `scales` turns that into the power of two that keeps the sequence's dO' in f16's
+ *  range, then dkdv and dq_rows run their products as 16x16 subgroup matrices. */
+function attentionBackwardTc(
+  gpu: Gpu,
+  t: { q: Tensor; k: Tensor; v: Tensor; o: Tensor; lse: Tensor; dO: Tensor; seqStarts: Tensor },
+  T: number,
+  numSeqs: number,
+  dims: AttentionDims,
+  group: number,
+  scale: number,
+): { dq: Tensor; dk: Tensor; dv: Tensor } {
+  const name = 'attention_backward';
+  const keyTiles = ceilDiv(T, 16 * TC_BACKWARD_SUBGROUPS);
+  const rowTiles = ceilDiv(T * group, 16 * TC_BACKWARD_SUBGROUPS);
+  checkGrid(name, Math.max(keyTiles, rowTiles));
+  const dq = gpu.tensor(t.q.shape, 'f32', 'attention.dq');
+  const dk = gpu.tensor(t.k.shape, 'f32', 'attention.dk');
+  const dv = gpu.tensor(t.v.shape, 'f32', 'attention.dv');
+  if (T === 0) return { dq, dk, dv };
+  const stats = gpu.tensor([T * dims.nHeads, 4], 'f32', 'attention.stats');
+  const seqMax = gpu.upload(new Uint32Array(numSeqs), [numSeqs], 'u32', 'attention.seqMax');
+  const uniforms = new Uniforms().u32(T).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(numSeqs).f32(scale * LOG2E).f32(scale).u32(0);
+  const variant = {
+    enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
+    consts: { SM: 16, SN: 16, SK: 16, SG: gpu.report.subgroups!.maxSize, HD: dims.headDim, NSG: TC_BACKWARD_SUBGROUPS },
+  };
+  const shader = 'attention_backward_tc';
+  const perRow = grid1d(ceilDiv(T * dims.nHeads, 64));
+  gpu.dispatch({ shader, entry: 'delta', variant, uniforms, bindings: [null, null, null, t.dO, stats, t.seqStarts, null, null, null, t.o, t.lse, seqMax], workgroups: perRow, label: `${name}.delta` });
+  gpu.dispatch({ shader, entry: 'scales', variant, uniforms, bindings: [null, null, null, null, stats, null, null, null, null, null, null, seqMax], workgroups: perRow, label: `${name}.scales` });
+  gpu.dispatch({ shader, entry: 'dkdv', variant, uniforms, bindings: [t.q, t.k, t.v, t.dO, stats, t.seqStarts, dk, dv], workgroups: [keyTiles, dims.nKv], label: `${name}.dkdv` });
+  gpu.dispatch({ shader, entry: 'dq_rows', variant, uniforms, bindings: [t.q, t.k, t.v, t.dO, stats, null, null, null, dq], workgroups: [rowTiles, dims.nKv], label: `${name}.dq` });
+  stats.release();
+  seqMax.release();
   return { dq, dk, dv };
 }

@@ -94,8 +94,8 @@ function rewriteCalls(code: string, rewrite: (template: string, args: string[]) 
 }
 
 /** `source` (a shader using subgroup matrices, without its `enable` lines) with them emulated for a workgroup of
- * `subgroups` subgroups of 32. Its entry point must take @builtin(local_invocation_index); subgroup_id and
- * subgroup_invocation_id, if taken, become lets of the same names. */
+ * `subgroups` subgroups of 32. An entry point that takes subgroup_id or subgroup_invocation_id must take
+ * @builtin(local_invocation_index) too; they become lets of the same names. */
 export function emulateSubgroupMatrices(source: string, subgroups: number): string {
   const kinds = new Map<string, Kind>();
   let code = source.replace(/alias (\w+) = subgroup_matrix_(left|right|result)<[^>]*>;/g, (_, name: string, kind: Kind) => {
@@ -128,15 +128,19 @@ export function emulateSubgroupMatrices(source: string, subgroups: number): stri
     return `emuLoad_${kind}_${array}(${offset}, ${colMajor}, ${rest[0]})`;
   });
   code = code.replace(/subgroupMatrixMultiplyAccumulate\(/g, 'emuMma(');
-  const lets: string[] = [];
-  code = code.replace(/@builtin\(subgroup_id\) (\w+): u32,?\s*/, (_, name: string) => (lets.push(`let ${name} = emuIndex / 32u;\n  emuSid = ${name};`), ''));
-  code = code.replace(/@builtin\(subgroup_invocation_id\) (\w+): u32,?\s*/, (_, name: string) => (lets.push(`let ${name} = emuIndex % 32u;\n  emuLane = ${name};`), ''));
-  if (lets.length < 2) {
-    lets.push('emuSid = emuIndex / 32u;', 'emuLane = emuIndex % 32u;');
-  }
-  const index = /@builtin\(local_invocation_index\) (\w+): u32/.exec(code);
-  if (!index) throw new Error('emulation: the entry point must take local_invocation_index');
-  code = code.replace(/(@compute @workgroup_size\([^)]*\)\s*fn \w+\([\s\S]*?\)\s*\{)/, `$1\n  let emuIndex = ${index[1]};\n  ${lets.join('\n  ')}`);
+  // Every entry point that takes subgroup_id or subgroup_invocation_id gets them from its local invocation index.
+  code = code.replace(/(@compute @workgroup_size\([^)]*\)\s*fn \w+\()([\s\S]*?)(\)\s*\{)/g, (whole, open: string, params: string, close: string) => {
+    if (!/subgroup_id|subgroup_invocation_id/.test(params)) return whole;
+    const index = /@builtin\(local_invocation_index\) (\w+): u32/.exec(params)?.[1];
+    if (!index) throw new Error('emulation: an entry point with subgroup builtins must take local_invocation_index');
+    const sid = /@builtin\(subgroup_id\) (\w+): u32/.exec(params)?.[1];
+    const lane = /@builtin\(subgroup_invocation_id\) (\w+): u32/.exec(params)?.[1];
+    const kept = params.replace(/@builtin\(subgroup_(id|invocation_id)\) \w+: u32,?\s*/g, '').replace(/,\s*$/, '');
+    const lets = [`emuSid = ${index} / 32u;`, `emuLane = ${index} % 32u;`];
+    if (sid) lets.push(`let ${sid} = emuSid;`);
+    if (lane) lets.push(`let ${lane} = emuLane;`);
+    return `${open}${kept}${close}\n  ${lets.join('\n  ')}`;
+  });
   if (/subgroup_matrix|subgroupMatrix|subgroup_id|subgroup_invocation_id/.test(code)) throw new Error('emulation: a subgroup matrix call or builtin is left');
   const fns = [...loads].map((l) => loadFn(...(l.split(' ') as [Kind, string]))).concat([...stores].map((a) => storeFn(a, elemOf(a))));
   return code.replace(/(@compute @workgroup_size)/, `${CORE(subgroups)}${fns.join('')}\n$1`);

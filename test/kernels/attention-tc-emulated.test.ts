@@ -6,32 +6,12 @@
 // against the exact one. Under Node (SwiftShader has no f16) it is compiled only, f16 read as f32. On a GPU with
 // subgroup matrices the kernel itself runs through attentionPrefill (attention.test.ts).
 import { describe, expect, it } from 'vitest';
-import { type Gpu, variantHeader } from '../../src/gpu/gpu.ts';
-import { SHADERS } from '../../src/generated/shaders.ts';
+import type { Gpu } from '../../src/gpu/gpu.ts';
 import { starts } from '../helpers/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
-import { emulateSubgroupMatrices } from '../helpers/subgroup-matrix-emulation.ts';
+import { compileChecked, dispatchEntry, emulatedAttentionTc, storageBuffer, uniformBuffer } from '../helpers/wgsl-run.ts';
 import { attentionRef, attentionTcRef, type RefDims } from '../ref/attention.ts';
-
-function emulated(gpu: Gpu, subgroups: number): string {
-  const header = variantHeader({ enables: gpu.f16 ? ['f16'] : [], consts: { SM: 16, SN: 16, SK: 16, SG: 32, HD: 128, NSG: subgroups } });
-  const code = header + emulateSubgroupMatrices(SHADERS.attention_prefill_tc!, subgroups);
-  return gpu.f16 ? code : code.replace(/\bf16\b/g, 'f32');
-}
-
-async function compile(gpu: Gpu, code: string): Promise<GPUShaderModule> {
-  const module = gpu.device.createShaderModule({ code });
-  const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
-  expect(errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`)).toEqual([]);
-  return module;
-}
-
-function storage(gpu: Gpu, data: Float32Array | Uint32Array, usage = 0): GPUBuffer {
-  const buffer = gpu.device.createBuffer({ size: Math.max(16, data.byteLength), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | usage });
-  gpu.device.queue.writeBuffer(buffer, 0, data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
-  return buffer;
-}
 
 /** o and lse of the emulated kernel next to the two references. */
 async function run(gpu: Gpu, lens: number[], d: Required<RefDims>, subgroups: number, seed: number) {
@@ -42,24 +22,14 @@ async function run(gpu: Gpu, lens: number[], d: Required<RefDims>, subgroups: nu
   const q = randn(T * d.nHeads * d.headDim, seed, 1);
   const k = randn(T * d.nKv * d.headDim, seed + 1, 1);
   const v = randn(T * d.nKv * d.headDim, seed + 2, 1);
-  const module = await compile(gpu, emulated(gpu, subgroups));
-  const pipeline = await gpu.device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const module = await compileChecked(gpu, emulatedAttentionTc(gpu, 'attention_prefill_tc', subgroups));
   const params = new Uint32Array([T, d.nHeads, d.nKv, group, lens.length, 0, 0, 0]);
   new Float32Array(params.buffer)[5] = d.scale * Math.LOG2E;
-  const uniform = gpu.device.createBuffer({ size: params.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
-  gpu.device.queue.writeBuffer(uniform, 0, params);
   // outputs start as NaN: a row the kernel fails to write shows
-  const o = storage(gpu, new Float32Array(q.length).fill(NaN), GPUBufferUsage.COPY_SRC);
-  const lse = storage(gpu, new Float32Array(T * d.nHeads).fill(NaN), GPUBufferUsage.COPY_SRC);
-  const buffers = [uniform, storage(gpu, q), storage(gpu, k), storage(gpu, v), storage(gpu, Uint32Array.from(st)), o, lse];
-  const bindGroup = gpu.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })) });
-  const encoder = gpu.device.createCommandEncoder();
-  const pass = encoder.beginComputePass();
-  pass.setPipeline(pipeline);
-  pass.setBindGroup(0, bindGroup);
-  pass.dispatchWorkgroups(Math.ceil((T * group) / (16 * subgroups)), d.nKv);
-  pass.end();
-  gpu.device.queue.submit([encoder.finish()]);
+  const o = storageBuffer(gpu, new Float32Array(q.length).fill(NaN), GPUBufferUsage.COPY_SRC);
+  const lse = storageBuffer(gpu, new Float32Array(T * d.nHeads).fill(NaN), GPUBufferUsage.COPY_SRC);
+  const buffers = [uniformBuffer(gpu, params), storageBuffer(gpu, q), storageBuffer(gpu, k), storageBuffer(gpu, v), storageBuffer(gpu, Uint32Array.from(st)), o, lse];
+  await dispatchEntry(gpu, module, 'main', { ...buffers }, [Math.ceil((T * group) / (16 * subgroups)), d.nKv]);
   const got = {
     o: new Float32Array(await gpu.readBytes(o, 0, q.length * 4, 'emulated attention o')),
     lse: new Float32Array(await gpu.readBytes(lse, 0, T * d.nHeads * 4, 'emulated attention lse')),
@@ -97,6 +67,6 @@ describe.runIf(isDeno)('attention_prefill_tc, subgroup matrices emulated (f16 ti
 describe('attention_prefill_tc compiles (its matrix calls emulated)', () => {
   it('4 subgroups a workgroup, as attentionPrefill runs it', async () => {
     const gpu = await testGpu();
-    await compile(gpu, emulated(gpu, 4));
+    await compileChecked(gpu, emulatedAttentionTc(gpu, 'attention_prefill_tc', 4));
   });
 });

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { type AttentionDims, attentionBackward, attentionTcUnavailable, quadKernelsUnavailable, backwardVersion, attentionPrefill, type PrefillKernel, prefillKernel, prefillRows, workgroupBytes } from '../../src/kernels/attention.ts';
-import { starts, uploadQkv } from '../helpers/attention.ts';
+import { perSequenceErrors, showErrors, starts, uploadQkv, worstError } from '../helpers/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { dot, numericGrad } from '../helpers/finite-diff.ts';
-import { attentionBackwardRef, attentionRef, attentionTcRef } from '../ref/attention.ts';
+import { attentionBackwardRef, attentionBackwardTcRef, attentionRef, attentionTcRef } from '../ref/attention.ts';
 
 // Version 1 (4 or 8 rows a thread) and version 2 ('quad': tiles of 32 flat rows and 16 keys): sequences that
 // straddle tiles and start inside them, GQA groups of 1-3.
@@ -154,4 +154,50 @@ describe('attentionBackward', () => {
       expect(relError(await gpu.readF32(g.dv), ref.dv)).toBeLessThan(5e-5);
     });
   }
+});
+
+// Version 3 (tensor cores, attention_backward_tc.wgsl: 32 keys or 32 flat rows a workgroup, f16 q, k, v, P, dS' and dO
+// scaled by a power of two per sequence) where the GPU has subgroup matrices; on the CPU drivers
+// attention-backward-tc-emulated.test.ts runs it with them emulated. dO's scale differs per sequence (1e-6 to 3e4).
+describe('attentionBackward version 3 (tensor cores)', () => {
+  const cases: { lens: number[]; mags: number[]; dims: AttentionDims }[] = [
+    { lens: [1, 7, 33, 130], mags: [1, 1e-6, 300, 0.02], dims: { nHeads: 4, nKv: 2, headDim: 128 } },
+    { lens: [5, 40, 1, 17, 300], mags: [2e-3, 1, 5, 3e4, 0.1], dims: { nHeads: 16, nKv: 8, headDim: 128 } },
+    { lens: [70, 3], mags: [1, 1], dims: { nHeads: 6, nKv: 2, headDim: 128, scale: 0.05 } },
+  ];
+  for (const { lens, mags, dims } of cases) {
+    it(`lens [${lens}] heads ${dims.nHeads}/${dims.nKv}: as the reference of its f16 roundings, near exact gradients`, async (ctx) => {
+      const gpu = await testGpu();
+      const why = attentionTcUnavailable(gpu, dims.headDim, 'backward');
+      if (why) return ctx.skip(`version 3: ${why}`);
+      const st = starts(lens);
+      const T = st[st.length - 1]!;
+      const { q, k, v, tq, tk, tv } = uploadQkv(gpu, T, dims, 41 + T);
+      const dO = randn(q.length, 78, 1);
+      const width = dims.nHeads * dims.headDim;
+      lens.forEach((_, i) => {
+        for (let j = st[i]! * width; j < st[i + 1]! * width; j++) dO[j]! *= mags[i]!;
+      });
+      const seq = gpu.upload(st, [st.length], 'u32', 'seqStarts');
+      const { o, lse } = attentionPrefill(gpu, tq, tk, tv, seq, lens.length, dims, {}, prefillRows(gpu, dims.headDim));
+      const g = attentionBackward(gpu, tq, tk, tv, o, lse, gpu.upload(dO, [T, dims.nHeads, dims.headDim], 'f32', 'dO'), seq, lens.length, dims, 3);
+      const got = { dq: await gpu.readF32(g.dq), dk: await gpu.readF32(g.dk), dv: await gpu.readF32(g.dv) };
+      const rounded = attentionBackwardTcRef(q, k, v, await gpu.readF32(o), await gpu.readF32(lse), dO, st, dims);
+      const exact = attentionBackwardRef(q, k, v, dO, st, dims);
+      const tight = perSequenceErrors(got, rounded, st, mags, dims);
+      const loose = perSequenceErrors(got, exact, st, mags, dims);
+      console.log(`attention_backward version 3, lens [${lens}], dq/dk/dv per sequence: vs f16 reference ${showErrors(tight)}; vs exact ${showErrors(loose)}`);
+      // the bounds of the emulated run
+      expect(worstError(tight)).toBeLessThan(5e-4);
+      expect(worstError(loose)).toBeLessThan(3e-3);
+    });
+  }
+
+  it('refuses where it cannot run, naming why', async () => {
+    const gpu = await testGpu();
+    expect(() => backwardVersion(gpu, 64, 3)).toThrow(/attention_backward version 3 cannot run here: .*(head dim 64|subgroup|shader-f16)/);
+    const at128 = attentionTcUnavailable(gpu, 128, 'backward');
+    if (at128) expect(() => backwardVersion(gpu, 128, 3)).toThrow(/version 3 cannot run here: .*(subgroup|shader-f16)/);
+    else expect(backwardVersion(gpu, 128, 3)).toBe(3);
+  });
 });

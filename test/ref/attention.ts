@@ -156,3 +156,63 @@ export function attentionTcRef(q: Float32Array, k: Float32Array, v: Float32Array
   }
   return { o, lse };
 }
+
+/** attentionBackwardRef with the roundings of the tensor-core kernels (shaders/attention_backward_tc.wgsl): each
+ *  sequence's dO times its power of two w (largest entry into [4, 8)), then q, k, v and that dO rounded to f16, P and
+ *  dS' = P·(dP' − D') rounded to f16 where they enter a product; the probabilities from the given lse and D from
+ *  the given o, as the kernels take them; sums in f64. */
+export function attentionBackwardTcRef(q: Float32Array, k: Float32Array, v: Float32Array, o: ArrayLike<number>, lse: ArrayLike<number>, dO: Float32Array, seqStarts: number[], d: RefDims) {
+  const { nHeads: H, nKv, headDim: D } = d;
+  const T = seqStarts[seqStarts.length - 1]!;
+  const G = H / nKv;
+  const scale = sc(d);
+  const scale2 = Math.fround(scale * Math.LOG2E);
+  const [qh, kh, vh] = [roundF16(q), roundF16(k), roundF16(v)];
+  const w = new Float64Array(T);
+  const scaledDo = new Float32Array(dO.length);
+  for (let s = 0; s + 1 < seqStarts.length; s++) {
+    const [a, b] = [seqStarts[s]!, seqStarts[s + 1]!];
+    let mx = 0;
+    for (let i = a * H * D; i < b * H * D; i++) mx = Math.max(mx, Math.abs(dO[i]!));
+    // as the shader's `scales`: from the exponent bits of the largest |dO| as an f32
+    const e = ((new Uint32Array(new Float32Array([mx]).buffer)[0]! >>> 23) & 0xff) - 127;
+    const ws = 2 ** Math.min(Math.max(-e, -126), 120);
+    for (let t = a; t < b; t++) w[t] = ws;
+    for (let i = a * H * D; i < b * H * D; i++) scaledDo[i] = dO[i]! * ws;
+  }
+  const gh = roundF16(scaledDo);
+  const dq = new Float64Array(T * H * D);
+  const dk = new Float64Array(T * nKv * D);
+  const dv = new Float64Array(T * nKv * D);
+  for (let s = 0; s + 1 < seqStarts.length; s++) {
+    const a = seqStarts[s]!;
+    for (let t = a; t < seqStarts[s + 1]!; t++) {
+      for (let h = 0; h < H; h++) {
+        const kvh = Math.floor(h / G);
+        const row = (t * H + h) * D;
+        let dRow = 0;
+        for (let x = 0; x < D; x++) dRow += dO[row + x]! * o[row + x]!;
+        const dScaled = Math.fround(dRow) * w[t]!;
+        const lse2 = Math.fround(lse[t * H + h]! * Math.LOG2E);
+        for (let j = a; j <= t; j++) {
+          const kr = (j * nKv + kvh) * D;
+          let sc0 = 0;
+          let dp = 0;
+          for (let x = 0; x < D; x++) {
+            sc0 += qh[row + x]! * kh[kr + x]!;
+            dp += vh[kr + x]! * gh[row + x]!;
+          }
+          const pr = 2 ** (sc0 * scale2 - lse2);
+          const rounded = roundF16([pr, pr * (dp - dScaled)]);
+          const [p16, ds16] = [rounded[0]!, rounded[1]!];
+          for (let x = 0; x < D; x++) {
+            dv[kr + x] += (p16 * gh[row + x]!) / w[t]!;
+            dk[kr + x] += (scale * ds16 * qh[row + x]!) / w[t]!;
+            dq[row + x] += (scale * ds16 * kh[kr + x]!) / w[t]!;
+          }
+        }
+      }
+    }
+  }
+  return { dq, dk, dv };
+}
