@@ -22,7 +22,7 @@ const WORKGROUPS = 132 * 16;
 function shader({ acc, named, resT, reload }) {
   const decl = named ? Array.from({ length: acc }, (_, i) => `var c${i} = R();`).join('\n  ') : `var c: array<R, ${acc}>;\n  for (var i = 0u; i < ${acc}u; i++) { c[i] = R(); }`;
   const step = named ? Array.from({ length: acc }, (_, i) => `c${i} = subgroupMatrixMultiplyAccumulate(a, b, c${i});`).join('\n    ') : `for (var i = 0u; i < ${acc}u; i++) { c[i] = subgroupMatrixMultiplyAccumulate(a, b, c[i]); }`;
-  const store = named ? Array.from({ length: acc }, (_, i) => `subgroupMatrixStore(&out, sid * ${acc * 256}u + ${i * 256}u, c${i}, false, 16u);`).join('\n  ') : `for (var i = 0u; i < ${acc}u; i++) { subgroupMatrixStore(&out, sid * ${acc * 256}u + i * 256u, c[i], false, 16u); }`;
+  const store = named ? Array.from({ length: acc }, (_, i) => `subgroupMatrixStore<row_major>(&out, sid * ${acc * 256}u + ${i * 256}u, c${i}, 16u);`).join('\n  ') : `for (var i = 0u; i < ${acc}u; i++) { subgroupMatrixStore<row_major>(&out, sid * ${acc * 256}u + i * 256u, c[i], 16u); }`;
   return `enable f16;
 enable chromium_experimental_subgroup_matrix;
 alias L = subgroup_matrix_left<f16, 16, 16>;
@@ -35,11 +35,11 @@ var<workgroup> tile: array<f16, 4096>;
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @builtin(local_invocation_index) lid: u32) {
   for (var e = lid; e < 4096u; e += 128u) { tile[e] = src[e]; }
   workgroupBarrier();
-  var a = subgroupMatrixLoad<L>(&src, 0u, false, 16u);
-  var b = subgroupMatrixLoad<Rt>(&src, 256u, false, 16u);
+  var a = subgroupMatrixLoad<L, row_major>(&src, 0u, 16u);
+  var b = subgroupMatrixLoad<Rt, row_major>(&src, 256u, 16u);
   ${decl}
   for (var t = 0u; t < ${ITER}u; t++) {
-    ${reload ? 'a = subgroupMatrixLoad<L>(&tile, (t % 8u) * 512u, false, 32u);\n    b = subgroupMatrixLoad<Rt>(&tile, (t % 8u) * 512u + 16u, true, 32u);' : ''}
+    ${reload ? 'a = subgroupMatrixLoad<L, row_major>(&tile, (t % 8u) * 512u, 32u);\n    b = subgroupMatrixLoad<Rt, col_major>(&tile, (t % 8u) * 512u + 16u, 32u);' : ''}
     ${step}
   }
   ${store}
@@ -101,11 +101,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   let c0 = wid.x * 128u + (sid % 2u) * 64u;
   ${acc.map(([i, j]) => `var c${i}${j} = R();`).join('\n  ')}
   for (var k = 0u; k < K; k += 16u) {
-    ${[0, 1, 2, 3].map((i) => `let a${i} = subgroupMatrixLoad<L>(&x, (r0 + ${i * 16}u) * K + k, false, K);`).join('\n    ')}
-    ${[0, 1, 2, 3].map((j) => `let b${j} = subgroupMatrixLoad<Rt>(&w, (c0 + ${j * 16}u) * K + k, true, K);`).join('\n    ')}
+    ${[0, 1, 2, 3].map((i) => `let a${i} = subgroupMatrixLoad<L, row_major>(&x, (r0 + ${i * 16}u) * K + k, K);`).join('\n    ')}
+    ${[0, 1, 2, 3].map((j) => `let b${j} = subgroupMatrixLoad<Rt, col_major>(&w, (c0 + ${j * 16}u) * K + k, K);`).join('\n    ')}
     ${acc.map(([i, j]) => `c${i}${j} = subgroupMatrixMultiplyAccumulate(a${i}, b${j}, c${i}${j});`).join('\n    ')}
   }
-  ${acc.map(([i, j]) => `subgroupMatrixStore(&y, (r0 + ${i * 16}u) * N + c0 + ${j * 16}u, c${i}${j}, false, N);`).join('\n  ')}
+  ${acc.map(([i, j]) => `subgroupMatrixStore<row_major>(&y, (r0 + ${i * 16}u) * N + c0 + ${j * 16}u, c${i}${j}, N);`).join('\n  ')}
 }`;
 }
 

@@ -166,11 +166,11 @@ fn dkdv(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
     var st = Acc();
     var dpt = Acc();
     for (var j = 0u; j < HD / SK; j++) {
-      st = subgroupMatrixMultiplyAccumulate(subgroupMatrixLoad<Left>(&kvs, kb + j * SK, false, LD), subgroupMatrixLoad<Right>(&qdo, j * SK, true, LD), st);
-      dpt = subgroupMatrixMultiplyAccumulate(subgroupMatrixLoad<Left>(&kvs, KEYS * LD + kb + j * SK, false, LD), subgroupMatrixLoad<Right>(&qdo, QT * LD + j * SK, true, LD), dpt);
+      st = subgroupMatrixMultiplyAccumulate(subgroupMatrixLoad<Left, row_major>(&kvs, kb + j * SK, LD), subgroupMatrixLoad<Right, col_major>(&qdo, j * SK, LD), st);
+      dpt = subgroupMatrixMultiplyAccumulate(subgroupMatrixLoad<Left, row_major>(&kvs, KEYS * LD + kb + j * SK, LD), subgroupMatrixLoad<Right, col_major>(&qdo, QT * LD + j * SK, LD), dpt);
     }
-    subgroupMatrixStore(&sdp, sb, st, false, QT);
-    subgroupMatrixStore(&sdp, sb + FRAG, dpt, false, QT);
+    subgroupMatrixStore<row_major>(&sdp, sb, st, QT);
+    subgroupMatrixStore<row_major>(&sdp, sb + FRAG, dpt, QT);
     workgroupBarrier();
     for (var e = lane; e < FRAG; e += SG) {
       let key = key0 + sid * SM + e / QT;
@@ -181,57 +181,57 @@ fn dkdv(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
       pds[sb + FRAG + e] = f16(pr * (sdp[sb + FRAG + e] - stat.y));
     }
     workgroupBarrier();
-    let pl = subgroupMatrixLoad<Left>(&pds, sb, false, QT);
-    let dsl = subgroupMatrixLoad<Left>(&pds, sb + FRAG, false, QT);
-    dv0 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right>(&qdo, QT * LD + 0u * SN, false, LD), dv0);
-    dv1 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right>(&qdo, QT * LD + 1u * SN, false, LD), dv1);
-    dv2 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right>(&qdo, QT * LD + 2u * SN, false, LD), dv2);
-    dv3 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right>(&qdo, QT * LD + 3u * SN, false, LD), dv3);
-    dv4 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right>(&qdo, QT * LD + 4u * SN, false, LD), dv4);
-    dv5 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right>(&qdo, QT * LD + 5u * SN, false, LD), dv5);
-    dv6 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right>(&qdo, QT * LD + 6u * SN, false, LD), dv6);
-    dv7 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right>(&qdo, QT * LD + 7u * SN, false, LD), dv7);
-    dk0 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right>(&qdo, 0u * SN, false, LD), dk0);
-    dk1 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right>(&qdo, 1u * SN, false, LD), dk1);
-    dk2 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right>(&qdo, 2u * SN, false, LD), dk2);
-    dk3 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right>(&qdo, 3u * SN, false, LD), dk3);
-    dk4 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right>(&qdo, 4u * SN, false, LD), dk4);
-    dk5 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right>(&qdo, 5u * SN, false, LD), dk5);
-    dk6 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right>(&qdo, 6u * SN, false, LD), dk6);
-    dk7 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right>(&qdo, 7u * SN, false, LD), dk7);
+    let pl = subgroupMatrixLoad<Left, row_major>(&pds, sb, QT);
+    let dsl = subgroupMatrixLoad<Left, row_major>(&pds, sb + FRAG, QT);
+    dv0 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right, row_major>(&qdo, QT * LD + 0u * SN, LD), dv0);
+    dv1 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right, row_major>(&qdo, QT * LD + 1u * SN, LD), dv1);
+    dv2 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right, row_major>(&qdo, QT * LD + 2u * SN, LD), dv2);
+    dv3 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right, row_major>(&qdo, QT * LD + 3u * SN, LD), dv3);
+    dv4 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right, row_major>(&qdo, QT * LD + 4u * SN, LD), dv4);
+    dv5 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right, row_major>(&qdo, QT * LD + 5u * SN, LD), dv5);
+    dv6 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right, row_major>(&qdo, QT * LD + 6u * SN, LD), dv6);
+    dv7 = subgroupMatrixMultiplyAccumulate(pl, subgroupMatrixLoad<Right, row_major>(&qdo, QT * LD + 7u * SN, LD), dv7);
+    dk0 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right, row_major>(&qdo, 0u * SN, LD), dk0);
+    dk1 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right, row_major>(&qdo, 1u * SN, LD), dk1);
+    dk2 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right, row_major>(&qdo, 2u * SN, LD), dk2);
+    dk3 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right, row_major>(&qdo, 3u * SN, LD), dk3);
+    dk4 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right, row_major>(&qdo, 4u * SN, LD), dk4);
+    dk5 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right, row_major>(&qdo, 5u * SN, LD), dk5);
+    dk6 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right, row_major>(&qdo, 6u * SN, LD), dk6);
+    dk7 = subgroupMatrixMultiplyAccumulate(dsl, subgroupMatrixLoad<Right, row_major>(&qdo, 7u * SN, LD), dk7);
   }
   workgroupBarrier();  // the last tile's scores are read
-  subgroupMatrixStore(&sdp, sb, dv0, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dv0, SN);
   emit_kv(key0 + sid * SM, 0u, sb, kvh, lane, false);
-  subgroupMatrixStore(&sdp, sb, dv1, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dv1, SN);
   emit_kv(key0 + sid * SM, 1u, sb, kvh, lane, false);
-  subgroupMatrixStore(&sdp, sb, dv2, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dv2, SN);
   emit_kv(key0 + sid * SM, 2u, sb, kvh, lane, false);
-  subgroupMatrixStore(&sdp, sb, dv3, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dv3, SN);
   emit_kv(key0 + sid * SM, 3u, sb, kvh, lane, false);
-  subgroupMatrixStore(&sdp, sb, dv4, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dv4, SN);
   emit_kv(key0 + sid * SM, 4u, sb, kvh, lane, false);
-  subgroupMatrixStore(&sdp, sb, dv5, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dv5, SN);
   emit_kv(key0 + sid * SM, 5u, sb, kvh, lane, false);
-  subgroupMatrixStore(&sdp, sb, dv6, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dv6, SN);
   emit_kv(key0 + sid * SM, 6u, sb, kvh, lane, false);
-  subgroupMatrixStore(&sdp, sb, dv7, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dv7, SN);
   emit_kv(key0 + sid * SM, 7u, sb, kvh, lane, false);
-  subgroupMatrixStore(&sdp, sb, dk0, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dk0, SN);
   emit_kv(key0 + sid * SM, 0u, sb, kvh, lane, true);
-  subgroupMatrixStore(&sdp, sb, dk1, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dk1, SN);
   emit_kv(key0 + sid * SM, 1u, sb, kvh, lane, true);
-  subgroupMatrixStore(&sdp, sb, dk2, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dk2, SN);
   emit_kv(key0 + sid * SM, 2u, sb, kvh, lane, true);
-  subgroupMatrixStore(&sdp, sb, dk3, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dk3, SN);
   emit_kv(key0 + sid * SM, 3u, sb, kvh, lane, true);
-  subgroupMatrixStore(&sdp, sb, dk4, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dk4, SN);
   emit_kv(key0 + sid * SM, 4u, sb, kvh, lane, true);
-  subgroupMatrixStore(&sdp, sb, dk5, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dk5, SN);
   emit_kv(key0 + sid * SM, 5u, sb, kvh, lane, true);
-  subgroupMatrixStore(&sdp, sb, dk6, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dk6, SN);
   emit_kv(key0 + sid * SM, 6u, sb, kvh, lane, true);
-  subgroupMatrixStore(&sdp, sb, dk7, false, SN);
+  subgroupMatrixStore<row_major>(&sdp, sb, dk7, SN);
   emit_kv(key0 + sid * SM, 7u, sb, kvh, lane, true);
 }
 
@@ -283,14 +283,14 @@ fn dq_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   }
   let range = workgroupUniformLoad(&range1);
   let rb = sid * SM * LD;
-  let q0 = subgroupMatrixLoad<Left>(&kvs, rb + 0u * SK, false, LD);
-  let q1 = subgroupMatrixLoad<Left>(&kvs, rb + 1u * SK, false, LD);
-  let q2 = subgroupMatrixLoad<Left>(&kvs, rb + 2u * SK, false, LD);
-  let q3 = subgroupMatrixLoad<Left>(&kvs, rb + 3u * SK, false, LD);
-  let q4 = subgroupMatrixLoad<Left>(&kvs, rb + 4u * SK, false, LD);
-  let q5 = subgroupMatrixLoad<Left>(&kvs, rb + 5u * SK, false, LD);
-  let q6 = subgroupMatrixLoad<Left>(&kvs, rb + 6u * SK, false, LD);
-  let q7 = subgroupMatrixLoad<Left>(&kvs, rb + 7u * SK, false, LD);
+  let q0 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 0u * SK, LD);
+  let q1 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 1u * SK, LD);
+  let q2 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 2u * SK, LD);
+  let q3 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 3u * SK, LD);
+  let q4 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 4u * SK, LD);
+  let q5 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 5u * SK, LD);
+  let q6 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 6u * SK, LD);
+  let q7 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 7u * SK, LD);
   workgroupBarrier();
   for (var i = lid; i < rows * NS; i += THREADS) {
     let f = flat0 + i / NS;
@@ -298,14 +298,14 @@ fn dq_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
     stage_kvs((i / NS) * LD + 4u * (i % NS), select(vec4f(0.0), dO[row * NS + i % NS] * stats[row].w, f < nRows));
   }
   workgroupBarrier();
-  let g0 = subgroupMatrixLoad<Left>(&kvs, rb + 0u * SK, false, LD);
-  let g1 = subgroupMatrixLoad<Left>(&kvs, rb + 1u * SK, false, LD);
-  let g2 = subgroupMatrixLoad<Left>(&kvs, rb + 2u * SK, false, LD);
-  let g3 = subgroupMatrixLoad<Left>(&kvs, rb + 3u * SK, false, LD);
-  let g4 = subgroupMatrixLoad<Left>(&kvs, rb + 4u * SK, false, LD);
-  let g5 = subgroupMatrixLoad<Left>(&kvs, rb + 5u * SK, false, LD);
-  let g6 = subgroupMatrixLoad<Left>(&kvs, rb + 6u * SK, false, LD);
-  let g7 = subgroupMatrixLoad<Left>(&kvs, rb + 7u * SK, false, LD);
+  let g0 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 0u * SK, LD);
+  let g1 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 1u * SK, LD);
+  let g2 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 2u * SK, LD);
+  let g3 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 3u * SK, LD);
+  let g4 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 4u * SK, LD);
+  let g5 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 5u * SK, LD);
+  let g6 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 6u * SK, LD);
+  let g7 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 7u * SK, LD);
 
   var dq0 = Acc(); var dq1 = Acc(); var dq2 = Acc(); var dq3 = Acc();
   var dq4 = Acc(); var dq5 = Acc(); var dq6 = Acc(); var dq7 = Acc();
@@ -323,42 +323,42 @@ fn dq_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
     workgroupBarrier();
     // S and dP' [rows x keys]: two fragments each over HD / SK depth steps (K and V rows read column-major).
     var s0 = Acc(); var s1 = Acc(); var d0 = Acc(); var d1 = Acc();
-    s0 = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<Right>(&kvs, 0u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<Right>(&kvs, SN * LD + 0u * SK, true, LD), s1);
-    d0 = subgroupMatrixMultiplyAccumulate(g0, subgroupMatrixLoad<Right>(&kvs, KT * LD + 0u * SK, true, LD), d0);
+    s0 = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<Right, col_major>(&kvs, 0u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<Right, col_major>(&kvs, SN * LD + 0u * SK, LD), s1);
+    d0 = subgroupMatrixMultiplyAccumulate(g0, subgroupMatrixLoad<Right, col_major>(&kvs, KT * LD + 0u * SK, LD), d0);
     d1 = subgroupMatrixMultiplyAccumulate(g0, subgroupMatrixLoad<Right>(&kvs, (KT + SN) * LD + 0u * SK, true, LD), d1);
-    s0 = subgroupMatrixMultiplyAccumulate(q1, subgroupMatrixLoad<Right>(&kvs, 1u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q1, subgroupMatrixLoad<Right>(&kvs, SN * LD + 1u * SK, true, LD), s1);
-    d0 = subgroupMatrixMultiplyAccumulate(g1, subgroupMatrixLoad<Right>(&kvs, KT * LD + 1u * SK, true, LD), d0);
+    s0 = subgroupMatrixMultiplyAccumulate(q1, subgroupMatrixLoad<Right, col_major>(&kvs, 1u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q1, subgroupMatrixLoad<Right, col_major>(&kvs, SN * LD + 1u * SK, LD), s1);
+    d0 = subgroupMatrixMultiplyAccumulate(g1, subgroupMatrixLoad<Right, col_major>(&kvs, KT * LD + 1u * SK, LD), d0);
     d1 = subgroupMatrixMultiplyAccumulate(g1, subgroupMatrixLoad<Right>(&kvs, (KT + SN) * LD + 1u * SK, true, LD), d1);
-    s0 = subgroupMatrixMultiplyAccumulate(q2, subgroupMatrixLoad<Right>(&kvs, 2u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q2, subgroupMatrixLoad<Right>(&kvs, SN * LD + 2u * SK, true, LD), s1);
-    d0 = subgroupMatrixMultiplyAccumulate(g2, subgroupMatrixLoad<Right>(&kvs, KT * LD + 2u * SK, true, LD), d0);
+    s0 = subgroupMatrixMultiplyAccumulate(q2, subgroupMatrixLoad<Right, col_major>(&kvs, 2u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q2, subgroupMatrixLoad<Right, col_major>(&kvs, SN * LD + 2u * SK, LD), s1);
+    d0 = subgroupMatrixMultiplyAccumulate(g2, subgroupMatrixLoad<Right, col_major>(&kvs, KT * LD + 2u * SK, LD), d0);
     d1 = subgroupMatrixMultiplyAccumulate(g2, subgroupMatrixLoad<Right>(&kvs, (KT + SN) * LD + 2u * SK, true, LD), d1);
-    s0 = subgroupMatrixMultiplyAccumulate(q3, subgroupMatrixLoad<Right>(&kvs, 3u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q3, subgroupMatrixLoad<Right>(&kvs, SN * LD + 3u * SK, true, LD), s1);
-    d0 = subgroupMatrixMultiplyAccumulate(g3, subgroupMatrixLoad<Right>(&kvs, KT * LD + 3u * SK, true, LD), d0);
+    s0 = subgroupMatrixMultiplyAccumulate(q3, subgroupMatrixLoad<Right, col_major>(&kvs, 3u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q3, subgroupMatrixLoad<Right, col_major>(&kvs, SN * LD + 3u * SK, LD), s1);
+    d0 = subgroupMatrixMultiplyAccumulate(g3, subgroupMatrixLoad<Right, col_major>(&kvs, KT * LD + 3u * SK, LD), d0);
     d1 = subgroupMatrixMultiplyAccumulate(g3, subgroupMatrixLoad<Right>(&kvs, (KT + SN) * LD + 3u * SK, true, LD), d1);
-    s0 = subgroupMatrixMultiplyAccumulate(q4, subgroupMatrixLoad<Right>(&kvs, 4u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q4, subgroupMatrixLoad<Right>(&kvs, SN * LD + 4u * SK, true, LD), s1);
-    d0 = subgroupMatrixMultiplyAccumulate(g4, subgroupMatrixLoad<Right>(&kvs, KT * LD + 4u * SK, true, LD), d0);
+    s0 = subgroupMatrixMultiplyAccumulate(q4, subgroupMatrixLoad<Right, col_major>(&kvs, 4u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q4, subgroupMatrixLoad<Right, col_major>(&kvs, SN * LD + 4u * SK, LD), s1);
+    d0 = subgroupMatrixMultiplyAccumulate(g4, subgroupMatrixLoad<Right, col_major>(&kvs, KT * LD + 4u * SK, LD), d0);
     d1 = subgroupMatrixMultiplyAccumulate(g4, subgroupMatrixLoad<Right>(&kvs, (KT + SN) * LD + 4u * SK, true, LD), d1);
-    s0 = subgroupMatrixMultiplyAccumulate(q5, subgroupMatrixLoad<Right>(&kvs, 5u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q5, subgroupMatrixLoad<Right>(&kvs, SN * LD + 5u * SK, true, LD), s1);
-    d0 = subgroupMatrixMultiplyAccumulate(g5, subgroupMatrixLoad<Right>(&kvs, KT * LD + 5u * SK, true, LD), d0);
+    s0 = subgroupMatrixMultiplyAccumulate(q5, subgroupMatrixLoad<Right, col_major>(&kvs, 5u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q5, subgroupMatrixLoad<Right, col_major>(&kvs, SN * LD + 5u * SK, LD), s1);
+    d0 = subgroupMatrixMultiplyAccumulate(g5, subgroupMatrixLoad<Right, col_major>(&kvs, KT * LD + 5u * SK, LD), d0);
     d1 = subgroupMatrixMultiplyAccumulate(g5, subgroupMatrixLoad<Right>(&kvs, (KT + SN) * LD + 5u * SK, true, LD), d1);
-    s0 = subgroupMatrixMultiplyAccumulate(q6, subgroupMatrixLoad<Right>(&kvs, 6u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q6, subgroupMatrixLoad<Right>(&kvs, SN * LD + 6u * SK, true, LD), s1);
-    d0 = subgroupMatrixMultiplyAccumulate(g6, subgroupMatrixLoad<Right>(&kvs, KT * LD + 6u * SK, true, LD), d0);
+    s0 = subgroupMatrixMultiplyAccumulate(q6, subgroupMatrixLoad<Right, col_major>(&kvs, 6u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q6, subgroupMatrixLoad<Right, col_major>(&kvs, SN * LD + 6u * SK, LD), s1);
+    d0 = subgroupMatrixMultiplyAccumulate(g6, subgroupMatrixLoad<Right, col_major>(&kvs, KT * LD + 6u * SK, LD), d0);
     d1 = subgroupMatrixMultiplyAccumulate(g6, subgroupMatrixLoad<Right>(&kvs, (KT + SN) * LD + 6u * SK, true, LD), d1);
-    s0 = subgroupMatrixMultiplyAccumulate(q7, subgroupMatrixLoad<Right>(&kvs, 7u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q7, subgroupMatrixLoad<Right>(&kvs, SN * LD + 7u * SK, true, LD), s1);
-    d0 = subgroupMatrixMultiplyAccumulate(g7, subgroupMatrixLoad<Right>(&kvs, KT * LD + 7u * SK, true, LD), d0);
+    s0 = subgroupMatrixMultiplyAccumulate(q7, subgroupMatrixLoad<Right, col_major>(&kvs, 7u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q7, subgroupMatrixLoad<Right, col_major>(&kvs, SN * LD + 7u * SK, LD), s1);
+    d0 = subgroupMatrixMultiplyAccumulate(g7, subgroupMatrixLoad<Right, col_major>(&kvs, KT * LD + 7u * SK, LD), d0);
     d1 = subgroupMatrixMultiplyAccumulate(g7, subgroupMatrixLoad<Right>(&kvs, (KT + SN) * LD + 7u * SK, true, LD), d1);
-    subgroupMatrixStore(&sdq, sb, s0, false, KT);
-    subgroupMatrixStore(&sdq, sb + SN, s1, false, KT);
-    subgroupMatrixStore(&sdq, sb + SM * KT, d0, false, KT);
-    subgroupMatrixStore(&sdq, sb + SM * KT + SN, d1, false, KT);
+    subgroupMatrixStore<row_major>(&sdq, sb, s0, KT);
+    subgroupMatrixStore<row_major>(&sdq, sb + SN, s1, KT);
+    subgroupMatrixStore<row_major>(&sdq, sb + SM * KT, d0, KT);
+    subgroupMatrixStore<row_major>(&sdq, sb + SM * KT + SN, d1, KT);
     workgroupBarrier();
     if (lane < SM) {
       for (var c = 0u; c < KT; c++) {
@@ -371,34 +371,34 @@ fn dq_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
     workgroupBarrier();
     // dQ' += dS'·K over the tile's KT / SK depth steps (K rows row-major).
     for (var kk = 0u; kk < KT; kk += SK) {
-      let dl = subgroupMatrixLoad<Left>(&dsq, db + kk, false, LDS);
-      dq0 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right>(&kvs, kk * LD + 0u * SN, false, LD), dq0);
-      dq1 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right>(&kvs, kk * LD + 1u * SN, false, LD), dq1);
-      dq2 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right>(&kvs, kk * LD + 2u * SN, false, LD), dq2);
-      dq3 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right>(&kvs, kk * LD + 3u * SN, false, LD), dq3);
-      dq4 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right>(&kvs, kk * LD + 4u * SN, false, LD), dq4);
-      dq5 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right>(&kvs, kk * LD + 5u * SN, false, LD), dq5);
-      dq6 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right>(&kvs, kk * LD + 6u * SN, false, LD), dq6);
-      dq7 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right>(&kvs, kk * LD + 7u * SN, false, LD), dq7);
+      let dl = subgroupMatrixLoad<Left, row_major>(&dsq, db + kk, LDS);
+      dq0 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right, row_major>(&kvs, kk * LD + 0u * SN, LD), dq0);
+      dq1 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right, row_major>(&kvs, kk * LD + 1u * SN, LD), dq1);
+      dq2 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right, row_major>(&kvs, kk * LD + 2u * SN, LD), dq2);
+      dq3 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right, row_major>(&kvs, kk * LD + 3u * SN, LD), dq3);
+      dq4 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right, row_major>(&kvs, kk * LD + 4u * SN, LD), dq4);
+      dq5 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right, row_major>(&kvs, kk * LD + 5u * SN, LD), dq5);
+      dq6 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right, row_major>(&kvs, kk * LD + 6u * SN, LD), dq6);
+      dq7 = subgroupMatrixMultiplyAccumulate(dl, subgroupMatrixLoad<Right, row_major>(&kvs, kk * LD + 7u * SN, LD), dq7);
     }
   }
   workgroupBarrier();  // the last tile's scores are read
   let f0 = flat0 + sid * SM;
-  subgroupMatrixStore(&sdq, sb, dq0, false, SN);
+  subgroupMatrixStore<row_major>(&sdq, sb, dq0, SN);
   emit_q(f0, 0u, sb, kvh, lane);
-  subgroupMatrixStore(&sdq, sb, dq1, false, SN);
+  subgroupMatrixStore<row_major>(&sdq, sb, dq1, SN);
   emit_q(f0, 1u, sb, kvh, lane);
-  subgroupMatrixStore(&sdq, sb, dq2, false, SN);
+  subgroupMatrixStore<row_major>(&sdq, sb, dq2, SN);
   emit_q(f0, 2u, sb, kvh, lane);
-  subgroupMatrixStore(&sdq, sb, dq3, false, SN);
+  subgroupMatrixStore<row_major>(&sdq, sb, dq3, SN);
   emit_q(f0, 3u, sb, kvh, lane);
-  subgroupMatrixStore(&sdq, sb, dq4, false, SN);
+  subgroupMatrixStore<row_major>(&sdq, sb, dq4, SN);
   emit_q(f0, 4u, sb, kvh, lane);
-  subgroupMatrixStore(&sdq, sb, dq5, false, SN);
+  subgroupMatrixStore<row_major>(&sdq, sb, dq5, SN);
   emit_q(f0, 5u, sb, kvh, lane);
-  subgroupMatrixStore(&sdq, sb, dq6, false, SN);
+  subgroupMatrixStore<row_major>(&sdq, sb, dq6, SN);
   emit_q(f0, 6u, sb, kvh, lane);
-  subgroupMatrixStore(&sdq, sb, dq7, false, SN);
+  subgroupMatrixStore<row_major>(&sdq, sb, dq7, SN);
   emit_q(f0, 7u, sb, kvh, lane);
 }
 

@@ -104,14 +104,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   }
   let range = workgroupUniformLoad(&keyRange);
   let qb = sid * SM * LD;
-  let q0 = subgroupMatrixLoad<Left>(&kv, qb + 0u * SK, false, LD);
-  let q1 = subgroupMatrixLoad<Left>(&kv, qb + 1u * SK, false, LD);
-  let q2 = subgroupMatrixLoad<Left>(&kv, qb + 2u * SK, false, LD);
-  let q3 = subgroupMatrixLoad<Left>(&kv, qb + 3u * SK, false, LD);
-  let q4 = subgroupMatrixLoad<Left>(&kv, qb + 4u * SK, false, LD);
-  let q5 = subgroupMatrixLoad<Left>(&kv, qb + 5u * SK, false, LD);
-  let q6 = subgroupMatrixLoad<Left>(&kv, qb + 6u * SK, false, LD);
-  let q7 = subgroupMatrixLoad<Left>(&kv, qb + 7u * SK, false, LD);
+  let q0 = subgroupMatrixLoad<Left, row_major>(&kv, qb + 0u * SK, LD);
+  let q1 = subgroupMatrixLoad<Left, row_major>(&kv, qb + 1u * SK, LD);
+  let q2 = subgroupMatrixLoad<Left, row_major>(&kv, qb + 2u * SK, LD);
+  let q3 = subgroupMatrixLoad<Left, row_major>(&kv, qb + 3u * SK, LD);
+  let q4 = subgroupMatrixLoad<Left, row_major>(&kv, qb + 4u * SK, LD);
+  let q5 = subgroupMatrixLoad<Left, row_major>(&kv, qb + 5u * SK, LD);
+  let q6 = subgroupMatrixLoad<Left, row_major>(&kv, qb + 6u * SK, LD);
+  let q7 = subgroupMatrixLoad<Left, row_major>(&kv, qb + 7u * SK, LD);
 
   var o0 = Acc();
   var o1 = Acc();
@@ -137,24 +137,24 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     // S: KT / SN = 2 fragments of SM rows x SN keys, over HD / SK depth steps (k read column-major: key-major rows).
     var s0 = Acc();
     var s1 = Acc();
-    s0 = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<Right>(&kv, 0u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<Right>(&kv, SN * LD + 0u * SK, true, LD), s1);
-    s0 = subgroupMatrixMultiplyAccumulate(q1, subgroupMatrixLoad<Right>(&kv, 1u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q1, subgroupMatrixLoad<Right>(&kv, SN * LD + 1u * SK, true, LD), s1);
-    s0 = subgroupMatrixMultiplyAccumulate(q2, subgroupMatrixLoad<Right>(&kv, 2u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q2, subgroupMatrixLoad<Right>(&kv, SN * LD + 2u * SK, true, LD), s1);
-    s0 = subgroupMatrixMultiplyAccumulate(q3, subgroupMatrixLoad<Right>(&kv, 3u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q3, subgroupMatrixLoad<Right>(&kv, SN * LD + 3u * SK, true, LD), s1);
-    s0 = subgroupMatrixMultiplyAccumulate(q4, subgroupMatrixLoad<Right>(&kv, 4u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q4, subgroupMatrixLoad<Right>(&kv, SN * LD + 4u * SK, true, LD), s1);
-    s0 = subgroupMatrixMultiplyAccumulate(q5, subgroupMatrixLoad<Right>(&kv, 5u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q5, subgroupMatrixLoad<Right>(&kv, SN * LD + 5u * SK, true, LD), s1);
-    s0 = subgroupMatrixMultiplyAccumulate(q6, subgroupMatrixLoad<Right>(&kv, 6u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q6, subgroupMatrixLoad<Right>(&kv, SN * LD + 6u * SK, true, LD), s1);
-    s0 = subgroupMatrixMultiplyAccumulate(q7, subgroupMatrixLoad<Right>(&kv, 7u * SK, true, LD), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(q7, subgroupMatrixLoad<Right>(&kv, SN * LD + 7u * SK, true, LD), s1);
-    subgroupMatrixStore(&sTile, srow, s0, false, KT);
-    subgroupMatrixStore(&sTile, srow + SN, s1, false, KT);
+    s0 = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<Right, col_major>(&kv, 0u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<Right, col_major>(&kv, SN * LD + 0u * SK, LD), s1);
+    s0 = subgroupMatrixMultiplyAccumulate(q1, subgroupMatrixLoad<Right, col_major>(&kv, 1u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q1, subgroupMatrixLoad<Right, col_major>(&kv, SN * LD + 1u * SK, LD), s1);
+    s0 = subgroupMatrixMultiplyAccumulate(q2, subgroupMatrixLoad<Right, col_major>(&kv, 2u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q2, subgroupMatrixLoad<Right, col_major>(&kv, SN * LD + 2u * SK, LD), s1);
+    s0 = subgroupMatrixMultiplyAccumulate(q3, subgroupMatrixLoad<Right, col_major>(&kv, 3u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q3, subgroupMatrixLoad<Right, col_major>(&kv, SN * LD + 3u * SK, LD), s1);
+    s0 = subgroupMatrixMultiplyAccumulate(q4, subgroupMatrixLoad<Right, col_major>(&kv, 4u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q4, subgroupMatrixLoad<Right, col_major>(&kv, SN * LD + 4u * SK, LD), s1);
+    s0 = subgroupMatrixMultiplyAccumulate(q5, subgroupMatrixLoad<Right, col_major>(&kv, 5u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q5, subgroupMatrixLoad<Right, col_major>(&kv, SN * LD + 5u * SK, LD), s1);
+    s0 = subgroupMatrixMultiplyAccumulate(q6, subgroupMatrixLoad<Right, col_major>(&kv, 6u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q6, subgroupMatrixLoad<Right, col_major>(&kv, SN * LD + 6u * SK, LD), s1);
+    s0 = subgroupMatrixMultiplyAccumulate(q7, subgroupMatrixLoad<Right, col_major>(&kv, 7u * SK, LD), s0);
+    s1 = subgroupMatrixMultiplyAccumulate(q7, subgroupMatrixLoad<Right, col_major>(&kv, SN * LD + 7u * SK, LD), s1);
+    subgroupMatrixStore<row_major>(&sTile, srow, s0, KT);
+    subgroupMatrixStore<row_major>(&sTile, srow + SN, s1, KT);
     workgroupBarrier();
     if (lane < SM) {
       let r = srow + lane * KT;
@@ -183,37 +183,37 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
       workgroupBarrier();
       // o += P·V over the tile's KT / SK depth steps; V rows are key-major (row-major right fragments).
       for (var kk = 0u; kk < KT; kk += SK) {
-        let pf = subgroupMatrixLoad<Left>(&pTile, prow + kk, false, LDP);
+        let pf = subgroupMatrixLoad<Left, row_major>(&pTile, prow + kk, LDP);
         let vb = KT * LD + kk * LD;
-        o0 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right>(&kv, vb + 0u * SN, false, LD), o0);
-        o1 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right>(&kv, vb + 1u * SN, false, LD), o1);
-        o2 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right>(&kv, vb + 2u * SN, false, LD), o2);
-        o3 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right>(&kv, vb + 3u * SN, false, LD), o3);
-        o4 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right>(&kv, vb + 4u * SN, false, LD), o4);
-        o5 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right>(&kv, vb + 5u * SN, false, LD), o5);
-        o6 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right>(&kv, vb + 6u * SN, false, LD), o6);
-        o7 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right>(&kv, vb + 7u * SN, false, LD), o7);
+        o0 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right, row_major>(&kv, vb + 0u * SN, LD), o0);
+        o1 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right, row_major>(&kv, vb + 1u * SN, LD), o1);
+        o2 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right, row_major>(&kv, vb + 2u * SN, LD), o2);
+        o3 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right, row_major>(&kv, vb + 3u * SN, LD), o3);
+        o4 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right, row_major>(&kv, vb + 4u * SN, LD), o4);
+        o5 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right, row_major>(&kv, vb + 5u * SN, LD), o5);
+        o6 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right, row_major>(&kv, vb + 6u * SN, LD), o6);
+        o7 = subgroupMatrixMultiplyAccumulate(pf, subgroupMatrixLoad<Right, row_major>(&kv, vb + 7u * SN, LD), o7);
       }
     }
   }
 
   if (lane < SM && mine < nRows) { lse[row_of(mine, kvh)] = (m + log2(l)) * 0.6931471805599453; }
   workgroupBarrier();  // the last tile's scores are read
-  subgroupMatrixStore(&sTile, srow, o0, false, SN);
+  subgroupMatrixStore<row_major>(&sTile, srow, o0, SN);
   emit(flat0 + sid * SM, 0u, srow, kvh, lane);
-  subgroupMatrixStore(&sTile, srow, o1, false, SN);
+  subgroupMatrixStore<row_major>(&sTile, srow, o1, SN);
   emit(flat0 + sid * SM, 1u, srow, kvh, lane);
-  subgroupMatrixStore(&sTile, srow, o2, false, SN);
+  subgroupMatrixStore<row_major>(&sTile, srow, o2, SN);
   emit(flat0 + sid * SM, 2u, srow, kvh, lane);
-  subgroupMatrixStore(&sTile, srow, o3, false, SN);
+  subgroupMatrixStore<row_major>(&sTile, srow, o3, SN);
   emit(flat0 + sid * SM, 3u, srow, kvh, lane);
-  subgroupMatrixStore(&sTile, srow, o4, false, SN);
+  subgroupMatrixStore<row_major>(&sTile, srow, o4, SN);
   emit(flat0 + sid * SM, 4u, srow, kvh, lane);
-  subgroupMatrixStore(&sTile, srow, o5, false, SN);
+  subgroupMatrixStore<row_major>(&sTile, srow, o5, SN);
   emit(flat0 + sid * SM, 5u, srow, kvh, lane);
-  subgroupMatrixStore(&sTile, srow, o6, false, SN);
+  subgroupMatrixStore<row_major>(&sTile, srow, o6, SN);
   emit(flat0 + sid * SM, 6u, srow, kvh, lane);
-  subgroupMatrixStore(&sTile, srow, o7, false, SN);
+  subgroupMatrixStore<row_major>(&sTile, srow, o7, SN);
   emit(flat0 + sid * SM, 7u, srow, kvh, lane);
 }
 

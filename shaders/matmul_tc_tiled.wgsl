@@ -179,6 +179,19 @@ fn fill(row0: u32, col0: u32, k0: u32, lid: u32, s: u32) {
   if (NAMED) { stage(lid, s); } else { fillScalar(row0, col0, k0, lid, s); }
 }
 
+// The fragment of a staged tile at `at`: a fragment load takes its majorness as a template argument, so the
+// layout picks the function.
+#if TRANS_A
+fn fragmentA(at: u32) -> Left { return subgroupMatrixLoad<Left, col_major>(&tileA, at, LDA); }
+#else
+fn fragmentA(at: u32) -> Left { return subgroupMatrixLoad<Left, row_major>(&tileA, at, LDA); }
+#endif
+#if TRANS_B
+fn fragmentB(at: u32) -> Right { return subgroupMatrixLoad<Right, col_major>(&tileB, at, LDB); }
+#else
+fn fragmentB(at: u32) -> Right { return subgroupMatrixLoad<Right, row_major>(&tileB, at, LDB); }
+#endif
+
 // Writes the fragment a subgroup just stored at tileC[mine..] to out at (row, col), element by element.
 fn emit(row: u32, col: u32, mine: u32, lane: u32) {
   workgroupBarrier();
@@ -237,26 +250,26 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
     let ba = s * A_TILE;
     let bb = s * B_TILE;
     for (var kk = 0u; kk < KT; kk += SK) {
-      let a0 = subgroupMatrixLoad<Left>(&tileA, ba + aAt(r0, kk), TRANS_A, LDA);
-      let a1 = subgroupMatrixLoad<Left>(&tileA, ba + aAt(r0 + 1u * SM, kk), TRANS_A, LDA);
-      let a2 = subgroupMatrixLoad<Left>(&tileA, ba + aAt(r0 + 2u * SM, kk), TRANS_A, LDA);
-      let a3 = subgroupMatrixLoad<Left>(&tileA, ba + aAt(r0 + 3u * SM, kk), TRANS_A, LDA);
-      var b = subgroupMatrixLoad<Right>(&tileB, bb + bAt(c0, kk), TRANS_B, LDB);
+      let a0 = fragmentA(ba + aAt(r0, kk));
+      let a1 = fragmentA(ba + aAt(r0 + 1u * SM, kk));
+      let a2 = fragmentA(ba + aAt(r0 + 2u * SM, kk));
+      let a3 = fragmentA(ba + aAt(r0 + 3u * SM, kk));
+      var b = fragmentB(bb + bAt(c0, kk));
       c00 = subgroupMatrixMultiplyAccumulate(a0, b, c00);
       c10 = subgroupMatrixMultiplyAccumulate(a1, b, c10);
       c20 = subgroupMatrixMultiplyAccumulate(a2, b, c20);
       c30 = subgroupMatrixMultiplyAccumulate(a3, b, c30);
-      b = subgroupMatrixLoad<Right>(&tileB, bb + bAt(c0 + 1u * SN, kk), TRANS_B, LDB);
+      b = fragmentB(bb + bAt(c0 + 1u * SN, kk));
       c01 = subgroupMatrixMultiplyAccumulate(a0, b, c01);
       c11 = subgroupMatrixMultiplyAccumulate(a1, b, c11);
       c21 = subgroupMatrixMultiplyAccumulate(a2, b, c21);
       c31 = subgroupMatrixMultiplyAccumulate(a3, b, c31);
-      b = subgroupMatrixLoad<Right>(&tileB, bb + bAt(c0 + 2u * SN, kk), TRANS_B, LDB);
+      b = fragmentB(bb + bAt(c0 + 2u * SN, kk));
       c02 = subgroupMatrixMultiplyAccumulate(a0, b, c02);
       c12 = subgroupMatrixMultiplyAccumulate(a1, b, c12);
       c22 = subgroupMatrixMultiplyAccumulate(a2, b, c22);
       c32 = subgroupMatrixMultiplyAccumulate(a3, b, c32);
-      b = subgroupMatrixLoad<Right>(&tileB, bb + bAt(c0 + 3u * SN, kk), TRANS_B, LDB);
+      b = fragmentB(bb + bAt(c0 + 3u * SN, kk));
       c03 = subgroupMatrixMultiplyAccumulate(a0, b, c03);
       c13 = subgroupMatrixMultiplyAccumulate(a1, b, c13);
       c23 = subgroupMatrixMultiplyAccumulate(a2, b, c23);
@@ -270,36 +283,36 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   }
 
   let mine = sid * FRAG;
-  subgroupMatrixStore(&tileC, mine, c00, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c00, SN);
   emit(row0 + r0 + 0u * SM, col0 + c0 + 0u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c01, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c01, SN);
   emit(row0 + r0 + 0u * SM, col0 + c0 + 1u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c02, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c02, SN);
   emit(row0 + r0 + 0u * SM, col0 + c0 + 2u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c03, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c03, SN);
   emit(row0 + r0 + 0u * SM, col0 + c0 + 3u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c10, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c10, SN);
   emit(row0 + r0 + 1u * SM, col0 + c0 + 0u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c11, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c11, SN);
   emit(row0 + r0 + 1u * SM, col0 + c0 + 1u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c12, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c12, SN);
   emit(row0 + r0 + 1u * SM, col0 + c0 + 2u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c13, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c13, SN);
   emit(row0 + r0 + 1u * SM, col0 + c0 + 3u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c20, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c20, SN);
   emit(row0 + r0 + 2u * SM, col0 + c0 + 0u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c21, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c21, SN);
   emit(row0 + r0 + 2u * SM, col0 + c0 + 1u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c22, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c22, SN);
   emit(row0 + r0 + 2u * SM, col0 + c0 + 2u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c23, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c23, SN);
   emit(row0 + r0 + 2u * SM, col0 + c0 + 3u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c30, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c30, SN);
   emit(row0 + r0 + 3u * SM, col0 + c0 + 0u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c31, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c31, SN);
   emit(row0 + r0 + 3u * SM, col0 + c0 + 1u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c32, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c32, SN);
   emit(row0 + r0 + 3u * SM, col0 + c0 + 2u * SN, mine, lane);
-  subgroupMatrixStore(&tileC, mine, c33, false, SN);
+  subgroupMatrixStore<row_major>(&tileC, mine, c33, SN);
   emit(row0 + r0 + 3u * SM, col0 + c0 + 3u * SN, mine, lane);
 }

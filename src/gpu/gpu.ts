@@ -97,9 +97,12 @@ export interface AdapterReport {
   /** Every feature the adapter offers, used or not. */
   adapterFeatures: string[];
   limits: Record<string, number>;
-  /** Subgroup sizes and subgroup matrix configs, when the device has those features enabled. */
+  /** Subgroup sizes and subgroup matrix configs, when the device has those features enabled (configs only where
+   * the shader compiler takes the builtins as the tensor-core shaders write them: subgroupMatrixSyntax). */
   subgroups: { minSize: number; maxSize: number } | null;
   subgroupMatrixConfigs: SubgroupMatrixConfig[];
+  /** Why the device's subgroup matrices go unused although it has them, or null. */
+  subgroupMatrixRefused: string | null;
 }
 
 const UNIFORM_CHUNK = 65536;
@@ -229,7 +232,7 @@ export class Gpu {
       features: [...device.features].map(String).sort(),
       adapterFeatures: [...adapter.features].map(String).sort(),
       limits,
-      ...subgroupInfo(device, info),
+      ...(await subgroupInfo(device, info)),
     };
     return new Gpu(device, adapter, report, options.profile ?? false, options.timeline ?? false);
   }
@@ -671,12 +674,44 @@ function summarize(labels: string[]): string {
 }
 
 /** Subgroup sizes and subgroup matrix configs from the adapter info (Dawn's fields), for enabled features only. */
-function subgroupInfo(device: GPUDevice, info: GPUAdapterInfo): Pick<AdapterReport, 'subgroups' | 'subgroupMatrixConfigs'> {
+async function subgroupInfo(device: GPUDevice, info: GPUAdapterInfo): Promise<Pick<AdapterReport, 'subgroups' | 'subgroupMatrixConfigs' | 'subgroupMatrixRefused'>> {
   const i = info as unknown as { subgroupMinSize?: number; subgroupMaxSize?: number; subgroupMatrixConfigs?: Iterable<SubgroupMatrixConfig> };
   const subgroups = device.features.has('subgroups') && i.subgroupMinSize && i.subgroupMaxSize ? { minSize: i.subgroupMinSize, maxSize: i.subgroupMaxSize } : null;
   const configs = subgroups && device.features.has('chromium-experimental-subgroup-matrix') && i.subgroupMatrixConfigs ? [...i.subgroupMatrixConfigs] : [];
+  const refused = configs.length ? await subgroupMatrixSyntax(device) : null;
   return {
     subgroups,
-    subgroupMatrixConfigs: configs.map((c) => ({ componentType: String(c.componentType), resultComponentType: String(c.resultComponentType), M: c.M, N: c.N, K: c.K })),
+    subgroupMatrixConfigs: refused ? [] : configs.map((c) => ({ componentType: String(c.componentType), resultComponentType: String(c.resultComponentType), M: c.M, N: c.N, K: c.K })),
+    subgroupMatrixRefused: refused,
   };
+}
+
+/** Null where the shader compiler takes the subgroup matrix loads and stores with their majorness as a template
+ * argument (`subgroupMatrixLoad<T, row_major>(p, offset, stride)`), as shaders/matmul_tc_*.wgsl write them; else
+ * why not. Dawn took the majorness as a bool argument before (that form now warns "use of deprecated builtin" for
+ * every call, on stdout). */
+async function subgroupMatrixSyntax(device: GPUDevice): Promise<string | null> {
+  if (!device.features.has('shader-f16')) return 'no shader-f16 feature';
+  // The constructs those shaders use: aliased types, loads from storage and from workgroup memory (in a function
+  // that returns the fragment), a multiply-accumulate, a store to workgroup memory.
+  const code = `enable f16;
+enable chromium_experimental_subgroup_matrix;
+alias Left = subgroup_matrix_left<f16, 8, 8>;
+alias Right = subgroup_matrix_right<f16, 8, 8>;
+alias Acc = subgroup_matrix_result<f32, 8, 8>;
+@group(0) @binding(0) var<storage, read> x: array<f16>;
+var<workgroup> tile: array<f16, 64>;
+var<workgroup> tileC: array<f32, 64>;
+fn fragment(at: u32) -> Right { return subgroupMatrixLoad<Right, col_major>(&tile, at, 8u); }
+@compute @workgroup_size(64)
+fn main() {
+  let a = subgroupMatrixLoad<Left, row_major>(&x, 0u, 8u);
+  let c = subgroupMatrixMultiplyAccumulate(a, fragment(0u), Acc());
+  subgroupMatrixStore<row_major>(&tileC, 0u, c, 8u);
+}`;
+  device.pushErrorScope('validation');
+  const module = device.createShaderModule({ code, label: 'subgroup matrix syntax probe' });
+  const [error, compiled] = await Promise.all([device.popErrorScope(), module.getCompilationInfo()]);
+  const message = compiled.messages.find((m) => m.type === 'error')?.message ?? error?.message;
+  return message ? `the shader compiler lacks subgroupMatrixLoad<T, row_major>(p, offset, stride): ${message.split('\n')[0]}` : null;
 }

@@ -79,6 +79,7 @@ export function tensorCoreUnavailable(gpu: Gpu): string | null {
   if (!sg) return 'no subgroups feature';
   if (sg.minSize !== sg.maxSize) return `subgroup size varies (${sg.minSize}-${sg.maxSize})`;
   if (!gpu.f16) return 'no shader-f16 feature';
+  if (gpu.report.subgroupMatrixRefused) return gpu.report.subgroupMatrixRefused;
   if (!gpu.report.subgroupMatrixConfigs.some((c) => c.componentType === 'f16' && c.resultComponentType === 'f32')) {
     return 'no f16 x f16 -> f32 subgroup matrix config';
   }

@@ -6,6 +6,7 @@
 // the same kernel is checked as it is (matmul-tc.test.ts, troupe doctor); matmul_tc_direct is compiled here.
 import { describe, expect, it } from 'vitest';
 import { type Gpu, variantHeader } from '../../src/gpu/gpu.ts';
+import { preprocessWgsl } from '../../src/gpu/preprocess.ts';
 import { SHADERS } from '../../src/generated/shaders.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
@@ -20,7 +21,7 @@ alias Fragment = array<f32, 8>;
 var<private> emuLane: u32;
 var<private> emuSid: u32;
 var<workgroup> emuScratch: array<f32, ${subgroups} * 512u>;
-fn loadFragmentA(offset: u32, colMajor: bool, stride: u32) -> Fragment {
+fn loadFragmentA(colMajor: bool, offset: u32, stride: u32) -> Fragment {
   var f: Fragment;
   for (var i = 0u; i < 8u; i++) {
     let r = (emuLane * 8u + i) / 16u;
@@ -29,7 +30,7 @@ fn loadFragmentA(offset: u32, colMajor: bool, stride: u32) -> Fragment {
   }
   return f;
 }
-fn loadFragmentB(offset: u32, colMajor: bool, stride: u32) -> Fragment {
+fn loadFragmentB(colMajor: bool, offset: u32, stride: u32) -> Fragment {
   var f: Fragment;
   for (var i = 0u; i < 8u; i++) {
     let k = (emuLane * 8u + i) / 16u;
@@ -54,7 +55,7 @@ fn multiplyAccumulate(l: Fragment, r: Fragment, c: Fragment) -> Fragment {
   workgroupBarrier();
   return o;
 }
-fn storeFragment(offset: u32, v: Fragment, colMajor: bool, stride: u32) {
+fn storeFragment(colMajor: bool, offset: u32, v: Fragment, stride: u32) {
   for (var i = 0u; i < 8u; i++) {
     let r = (emuLane * 8u + i) / 16u;
     let n = (emuLane * 8u + i) % 16u;
@@ -67,21 +68,23 @@ fn storeFragment(offset: u32, v: Fragment, colMajor: bool, stride: u32) {
  * run in control flow uniform only within a subgroup, where the emulation's barriers cannot go. */
 const placeholders = (left: string, right: string) => `
 alias Fragment = vec4f;
-fn loadFragmentA(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(${left}[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
-fn loadFragmentB(offset: u32, colMajor: bool, stride: u32) -> Fragment { return vec4f(f32(${right}[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
+fn loadFragmentA(colMajor: bool, offset: u32, stride: u32) -> Fragment { return vec4f(f32(${left}[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
+fn loadFragmentB(colMajor: bool, offset: u32, stride: u32) -> Fragment { return vec4f(f32(${right}[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
 fn multiplyAccumulate(l: Fragment, r: Fragment, c: Fragment) -> Fragment { return l * r + c; }
-fn storeFragment(offset: u32, v: Fragment, colMajor: bool, stride: u32) { tileC[offset + stride + select(0u, 1u, colMajor)] = v.x; }
+fn storeFragment(colMajor: bool, offset: u32, v: Fragment, stride: u32) { tileC[offset + stride + select(0u, 1u, colMajor)] = v.x; }
 `;
 
-/** The shader with its subgroup matrices replaced by `builtins` (and subgroup_id, subgroup_invocation_id derived
- * from the invocation index and SG = 32); `left`, `right`: the arrays its fragments load from. */
-function standIn(source: string, builtins: string, left = 'tileA', right = 'tileB'): string {
-  return source
+/** The shader, preprocessed for its variant `consts`, with its subgroup matrices replaced by `builtins` (and
+ * subgroup_id, subgroup_invocation_id derived from the invocation index and SG = 32); `left`, `right`: the arrays
+ * its fragments load from. The builtins' majorness (a template argument) becomes the stand-ins' first argument. */
+function standIn(source: string, consts: Record<string, number | boolean>, builtins: string, left = 'tileA', right = 'tileB'): string {
+  const colMajor = (m: string) => String(m === 'col_major');
+  return preprocessWgsl(source, consts)
     .replace(/alias (Left|Right|Acc) = subgroup_matrix_\w+<[^>]*>;/g, 'alias $1 = Fragment;')
-    .replace(new RegExp(`subgroupMatrixLoad<Left>\\(&${left}, `, 'g'), 'loadFragmentA(')
-    .replace(new RegExp(`subgroupMatrixLoad<Right>\\(&${right}, `, 'g'), 'loadFragmentB(')
+    .replace(new RegExp(`subgroupMatrixLoad<Left, (row_major|col_major)>\\(&${left}, `, 'g'), (_, m: string) => `loadFragmentA(${colMajor(m)}, `)
+    .replace(new RegExp(`subgroupMatrixLoad<Right, (row_major|col_major)>\\(&${right}, `, 'g'), (_, m: string) => `loadFragmentB(${colMajor(m)}, `)
     .replace(/subgroupMatrixMultiplyAccumulate\(/g, 'multiplyAccumulate(')
-    .replace(/subgroupMatrixStore\(&tileC, /g, 'storeFragment(')
+    .replace(/subgroupMatrixStore<(row_major|col_major)>\(&tileC, /g, (_, m: string) => `storeFragment(${colMajor(m)}, `)
     .replace(/@builtin\(subgroup_id\) sid: u32,( @builtin\(subgroup_invocation_id\) lane: u32,)?/, '@builtin(local_invocation_id) lidv: vec3u,')
     .replace(/(fn main\([\s\S]*?\)\s*\{)/, `$1\n  let sid = lidv.x / SG;\n  let lane = lidv.x % SG;${builtins.includes('emuLane') ? '\n  emuLane = lane;\n  emuSid = sid;' : ''}`)
     .replace(/(@compute @workgroup_size)/, `${builtins}\n$1`);
@@ -124,12 +127,13 @@ interface TiledCase {
  * and returns out next to the CPU reference of the same product. */
 async function runTiled(gpu: Gpu, c: TiledCase): Promise<{ got: Float32Array; want: Float32Array }> {
   const { M, N, K, transA, transB, v } = c;
-  const header = variantHeader({
+  const variant = {
     aliases: { TA: 'f32', TB: 'f32', AV: v === 4 ? 'vec4<f32>' : 'f32', BV: v === 4 ? 'vec4<f32>' : 'f32' },
     consts: { SM: 16, SN: 16, SK: 16, WGM: c.wgm, WGN: c.wgn, SG: 32, KT: c.kt, STAGES: c.stages, TRANS_A: transA, TRANS_B: transB, VA: v, VB: v, FILL_SCALE_A: true, FILL_SCALE_B: true },
-  });
+  };
+  const header = variantHeader(variant);
   // the staged tiles hold f32 here: the emulation checks indexing and control flow, not f16 rounding
-  const pipeline = await compile(gpu, header + standIn(SHADERS.matmul_tc_tiled!, emulation('tileA', 'tileB', 'WGM * WGN')).replace(/\bf16\b/g, 'f32'));
+  const pipeline = await compile(gpu, header + standIn(SHADERS.matmul_tc_tiled!, variant.consts, emulation('tileA', 'tileB', 'WGM * WGN')).replace(/\bf16\b/g, 'f32'));
   const a = randn(M * K, M * 7 + K);
   const b = randn(K * N, N * 5 + K);
   const init = randn(M * N, M + N);
@@ -193,11 +197,11 @@ describe.runIf(isDeno)('matmul_tc_tiled compiles (its matrix calls stood in)', (
     it(`${transA ? 'aᵀ' : 'a'}·${transB ? 'bᵀ' : 'b'}: one staged slice and two, vec4 and scalar fills`, async () => {
       const gpu = await testGpu();
       for (const [v, stages] of [[4, 1], [1, 2]] as const) {
-        const header = variantHeader({
+        const variant = {
           aliases: { TA: 'f32', TB: 'f32', AV: v === 4 ? 'vec4<f32>' : 'f32', BV: v === 4 ? 'vec4<f32>' : 'f32' },
           consts: { SM: 16, SN: 16, SK: 16, WGM: 1, WGN: 1, SG: 32, KT: 16, STAGES: stages, TRANS_A: transA, TRANS_B: transB, VA: v, VB: v, FILL_SCALE_A: true, FILL_SCALE_B: true },
-        });
-        await compile(gpu, header + standIn(SHADERS.matmul_tc_tiled!, placeholders('tileA', 'tileB')).replace(/\bf16\b/g, 'f32'));
+        };
+        await compile(gpu, variantHeader(variant) + standIn(SHADERS.matmul_tc_tiled!, variant.consts, placeholders('tileA', 'tileB')).replace(/\bf16\b/g, 'f32'));
       }
     });
   }
@@ -207,8 +211,8 @@ describe('matmul_tc_direct compiles (its matrix calls stood in)', () => {
   for (const ks of [1, 8]) {
     it(`${ks} subgroups a workgroup`, async () => {
       const gpu = await testGpu();
-      const header = variantHeader({ enables: gpu.f16 ? ['f16'] : [], consts: { SM: 16, SN: 16, SK: 16, SG: 32, KS: ks } });
-      let code = header + standIn(SHADERS.matmul_tc_direct!, placeholders('x', 'w'), 'x', 'w');
+      const variant = { enables: gpu.f16 ? ['f16'] : [], consts: { SM: 16, SN: 16, SK: 16, SG: 32, KS: ks } };
+      let code = variantHeader(variant) + standIn(SHADERS.matmul_tc_direct!, variant.consts, placeholders('x', 'w'), 'x', 'w');
       if (!gpu.f16) code = code.replace(/\bf16\b/g, 'f32');
       await compile(gpu, code);
     });

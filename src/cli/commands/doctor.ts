@@ -201,7 +201,7 @@ export function formatDoctor(r: DoctorResult): string {
       `driver       ${a.cpuDriver ? `CPU (${a.cpuDriver}): correct but slow, for tests` : 'GPU'}`,
       `features     ${a.features.join(', ') || '-'}`,
       `unused       ${a.adapterFeatures.filter((f) => !a.features.includes(f)).join(', ') || '-'} (offered by the adapter; troupe does not enable them)`,
-      `subgroups    ${a.subgroups ? `size ${a.subgroups.minSize}-${a.subgroups.maxSize}` : '-'}; subgroup matrix configs: ${a.subgroupMatrixConfigs.map((c) => `${c.componentType}->${c.resultComponentType} ${c.M}x${c.N}x${c.K}`).join(', ') || '-'}`,
+      `subgroups    ${a.subgroups ? `size ${a.subgroups.minSize}-${a.subgroups.maxSize}` : '-'}; subgroup matrix configs: ${a.subgroupMatrixConfigs.map((c) => `${c.componentType}->${c.resultComponentType} ${c.M}x${c.N}x${c.K}`).join(', ') || '-'}${a.subgroupMatrixRefused ? ` (unused: ${a.subgroupMatrixRefused})` : ''}`,
       'limits',
       ...KEY_LIMITS.map((k) => {
         const v = a.limits[k];
