@@ -5,12 +5,28 @@ import { type Gpu, variantHeader } from '../../src/gpu/gpu.ts';
 import { SHADERS } from '../../src/generated/shaders.ts';
 import { emulateSubgroupMatrices } from './subgroup-matrix-emulation.ts';
 
-/** The module of `code`, failing the test with the compiler's errors when there are any. */
+const modules = new WeakMap<Gpu, Map<string, GPUShaderModule>>();
+const pipelines = new WeakMap<GPUShaderModule, Map<string, Promise<GPUComputePipeline>>>();
+
+/** The module of `code`, failing the test with the compiler's errors when there are any; one per code and device, so
+ *  tests that share a shader share its pipelines too (the CPU drivers take tens of seconds for an emulated one). */
 export async function compileChecked(gpu: Gpu, code: string): Promise<GPUShaderModule> {
+  const known = modules.get(gpu) ?? new Map<string, GPUShaderModule>();
+  modules.set(gpu, known);
+  const cached = known.get(code);
+  if (cached) return cached;
   const module = gpu.device.createShaderModule({ code });
   const errors = (await module.getCompilationInfo()).messages.filter((m) => m.type === 'error');
   expect(errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`)).toEqual([]);
+  known.set(code, module);
   return module;
+}
+
+function pipelineOf(gpu: Gpu, module: GPUShaderModule, entry: string): Promise<GPUComputePipeline> {
+  const known = pipelines.get(module) ?? new Map<string, Promise<GPUComputePipeline>>();
+  pipelines.set(module, known);
+  if (!known.has(entry)) known.set(entry, gpu.device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: entry } }));
+  return known.get(entry)!;
 }
 
 /** A storage buffer holding `data` (16 bytes at least), with extra usages such as COPY_SRC. */
@@ -30,7 +46,7 @@ export function uniformBuffer(gpu: Gpu, data: Uint32Array): GPUBuffer {
 /** One compute pass dispatching `entry` of `module` over `workgroups`, with `buffers` at their binding numbers
  *  (the entry's own bindings only: its layout is 'auto'), submitted at once. */
 export async function dispatchEntry(gpu: Gpu, module: GPUShaderModule, entry: string, buffers: Record<number, GPUBuffer>, workgroups: [number, number?]): Promise<void> {
-  const pipeline = await gpu.device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: entry } });
+  const pipeline = await pipelineOf(gpu, module, entry);
   const bindGroup = gpu.device.createBindGroup({
     layout: pipeline.getBindGroupLayout(0),
     entries: Object.entries(buffers).map(([binding, buffer]) => ({ binding: Number(binding), resource: { buffer } })),

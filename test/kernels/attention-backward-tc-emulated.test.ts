@@ -1,7 +1,8 @@
 // Attention's backward on tensor cores (shaders/attention_backward_tc.wgsl) on the CPU drivers, its subgroup
 // matrices emulated in plain WGSL (test/helpers/subgroup-matrix-emulation.ts). Under Deno (lavapipe has shader-f16)
 // the four entry points run as written, f16 tiles included: dkdv with one subgroup a workgroup (two and the
-// emulation's scratch outgrow lavapipe's 32 KiB of workgroup memory), dq_rows with one and two. Packed sequences
+// emulation's scratch outgrow lavapipe's 32 KiB of workgroup memory), dq_rows with two, as attentionBackward runs
+// it (lavapipe takes 20-30 s to compile each entry point; the cases share them). Packed sequences
 // straddle key and row tiles; each sequence's dO has its own magnitude (1e-6 to 3e4), which the per-sequence power of
 // two must bring into f16's range. Each sequence's gradients are compared on their own (a global norm would hide a
 // small sequence): against the CPU reference that rounds as the kernels do (attentionBackwardTcRef) and against
@@ -20,8 +21,6 @@ interface Case {
   /** dO's scale per sequence */
   mags: number[];
   d: Required<RefDims>;
-  /** subgroups a workgroup of dq_rows (dkdv takes one) */
-  dqSubgroups: number;
 }
 
 /** dq, dk and dv of the emulated kernels next to the two references. */
@@ -41,7 +40,7 @@ async function run(gpu: Gpu, c: Case, seed: number) {
   const [o, lse] = [Float32Array.from(fwd.o), Float32Array.from(fwd.lse)];
 
   const one = await compileChecked(gpu, emulatedAttentionTc(gpu, 'attention_backward_tc', 1));
-  const forDq = c.dqSubgroups === 1 ? one : await compileChecked(gpu, emulatedAttentionTc(gpu, 'attention_backward_tc', c.dqSubgroups));
+  const two = await compileChecked(gpu, emulatedAttentionTc(gpu, 'attention_backward_tc', 2));
   const params = new Uint32Array([T, d.nHeads, d.nKv, group, lens.length, 0, 0, 0]);
   new Float32Array(params.buffer).set([d.scale * Math.LOG2E, d.scale], 5);
   const readable = (n: number) => storageBuffer(gpu, new Float32Array(n).fill(NaN), GPUBufferUsage.COPY_SRC);
@@ -66,7 +65,7 @@ async function run(gpu: Gpu, c: Case, seed: number) {
   await dispatchEntry(gpu, one, 'scales', { 0: b.p, 5: b.stats, 12: b.seqMax }, [perRow]);
   const kvBindings = { 0: b.p, 1: b.q, 2: b.k, 3: b.v, 4: b.dO, 5: b.stats };
   await dispatchEntry(gpu, one, 'dkdv', { ...kvBindings, 6: b.seqStarts, 7: b.dk, 8: b.dv }, [Math.ceil(T / 16), d.nKv]);
-  await dispatchEntry(gpu, forDq, 'dq_rows', { ...kvBindings, 9: b.dq }, [Math.ceil((T * group) / (16 * c.dqSubgroups)), d.nKv]);
+  await dispatchEntry(gpu, two, 'dq_rows', { ...kvBindings, 9: b.dq }, [Math.ceil((T * group) / 32), d.nKv]);
   const read = async (buffer: GPUBuffer, n: number) => new Float32Array(await gpu.readBytes(buffer, 0, n * 4, 'emulated attention backward'));
   const got = { dq: await read(b.dq, q.length), dk: await read(b.dk, k.length), dv: await read(b.dv, v.length) };
   for (const buffer of Object.values(b)) buffer.destroy();
@@ -79,12 +78,12 @@ describe.runIf(isDeno)('attention_backward_tc, subgroup matrices emulated (f16 t
   const h = 1 / Math.sqrt(128);
   const cases: Case[] = [
     // 81 tokens: sequences starting inside key and row tiles, one of a single token, dO from 1e-6 to 300
-    { lens: [1, 7, 33, 40], mags: [1, 1e-6, 300, 0.02], d: { nHeads: 4, nKv: 2, headDim: 128, scale: h }, dqSubgroups: 1 },
-    { lens: [5, 40, 18], mags: [2e-3, 1, 3e4], d: { nHeads: 6, nKv: 2, headDim: 128, scale: h }, dqSubgroups: 2 },
-    { lens: [50], mags: [1], d: { nHeads: 2, nKv: 2, headDim: 128, scale: 0.05 }, dqSubgroups: 2 },
+    { lens: [1, 7, 33, 40], mags: [1, 1e-6, 300, 0.02], d: { nHeads: 4, nKv: 2, headDim: 128, scale: h } },
+    { lens: [5, 40, 18], mags: [2e-3, 1, 3e4], d: { nHeads: 6, nKv: 2, headDim: 128, scale: h } },
+    { lens: [50], mags: [1], d: { nHeads: 2, nKv: 2, headDim: 128, scale: 0.05 } },
   ];
   for (const c of cases) {
-    it(`lens [${c.lens}] heads ${c.d.nHeads}/${c.d.nKv}, dO x [${c.mags}], dq_rows on ${c.dqSubgroups} subgroup${c.dqSubgroups > 1 ? 's' : ''}: as the f16 reference, near exact gradients`, async (ctx) => {
+    it(`lens [${c.lens}] heads ${c.d.nHeads}/${c.d.nKv}, dO x [${c.mags}]: as the f16 reference, near exact gradients`, async (ctx) => {
       const gpu = await testGpu();
       if (!gpu.f16) return ctx.skip('no shader-f16');
       const { got, st, rounded, exact } = await run(gpu, c, 11 + c.lens.length);
