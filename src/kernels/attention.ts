@@ -170,7 +170,7 @@ function envVersion(name: string, allowed: readonly string[]): string | undefine
 
 /** The kernel attentionPrefill runs by default: version 2 wherever quads can run (quadKernelsUnavailable), else
  *  version 1 with prefillRows; TROUPE_ATTENTION_PREFILL=1|2|3 forces a version. Version 3 (tensor cores) runs only
- *  when asked until a GPU has measured it against version 2. */
+ *  when asked: on an H100 (2026-12-06) its results were wrong (bench/RESULTS.md). */
 export function prefillKernel(gpu: Gpu, headDim: number): PrefillKernel {
   const want = envVersion('TROUPE_ATTENTION_PREFILL', ['1', '2', '3']);
   if (want === '3') {
@@ -483,7 +483,7 @@ export function quadKernelsUnavailable(gpu: Gpu, headDim: number): string | null
 }
 
 /** The version attentionBackward runs: `requested` (or TROUPE_ATTENTION_BACKWARD), else 2 wherever it can run.
- *  Version 3 (tensor cores) runs only when asked until a GPU has measured it against version 2. */
+ *  Version 3 (tensor cores) runs only when asked: on an H100 (2026-12-06) its results were wrong (bench/RESULTS.md). */
 export function backwardVersion(gpu: Gpu, headDim: number, requested?: AttentionBackwardVersion): AttentionBackwardVersion {
   const env = envVersion('TROUPE_ATTENTION_BACKWARD', ['1', '2', '3']);
   const want = requested ?? (env === undefined ? null : (Number(env) as AttentionBackwardVersion));
