@@ -5,8 +5,9 @@
 # attention` (the default version under the plain name, _v3 beside it) with SDPA's rows of the same shapes (fp32 and
 # the bf16 flash kernel), then a LoRA training step and prefill with TROUPE_ATTENTION_PREFILL=3 and
 # TROUPE_ATTENTION_BACKWARD=3 and with the defaults, in alternating order (the first run of a call runs slow:
-# bench/RESULTS.md, 2026-12-05). Carry [".device/gl", ".device/node", ".device/dist", ".device/tests", optionally
-# ".device/tests-template"] (bench/run-h200.sh says how to build them). Everything lands in $OUT.
+# bench/RESULTS.md, 2026-12-05). Carry [".device/gl", ".device/node", ".device/dist", ".device/tests"]
+# (bench/run-h200.sh says how to build them). Everything lands in $OUT. While version 3 is wrong on the GPU, run
+# test/device/attention-tc-diagnose.ts first (25 s; its header says how).
 source .device/gl/env.sh; export PATH=$PWD/.device/node/bin:$PATH
 T="node .device/dist/troupe.mjs"
 OUT=${OUT:-/tmp/attention-tc-out}
@@ -16,12 +17,6 @@ echo "== tests"; timeout 150 node .device/tests/run.mjs > $OUT/tests.log 2>&1; g
 grep -E "version 3, lens" $OUT/tests.log | cut -c1-400
 echo "== attention"; timeout 120 $T bench attention --filter _f32_ --json 2>&1 | grep '^{' | tee $OUT/attention.jsonl | cut -c1-160
 timeout 100 python3 bench/torch/bench_attention.py --filter _f32_ --out $OUT/torch-attention.json 2>&1 | head -8
-# A second test bundle, when carried (e.g. a branch's shaders in another syntax), runs here too.
-if [ -d .device/tests-template ]; then
-  echo "== tests-template"; timeout 100 node .device/tests-template/run.mjs > $OUT/tests-template.log 2>&1
-  grep -E "^ok|^FAILED|^tests:|  x " $OUT/tests-template.log | head -20
-  echo "deprecation warnings: $(grep -c deprecated $OUT/tests-template.log) (main's bundle: $(grep -c deprecated $OUT/tests.log))"
-fi
 for mode in 3 default 3 default; do
   echo "== attention version $mode"
   if [ $mode = default ]; then unset TROUPE_ATTENTION_PREFILL TROUPE_ATTENTION_BACKWARD
