@@ -106,8 +106,9 @@ export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: 
     if (want(backwardName)) {
       // The default version under the shared name; version 1 beside it when the default is 2, version 3 (tensor
       // cores) where it can run.
-      const first = backwardVersion(gpu, D);
-      const versions: AttentionBackwardVersion[] = [...new Set<AttentionBackwardVersion>([first, ...(first === 2 ? [1 as const] : []), ...(attentionTcUnavailable(gpu, D, 'backward') ? [] : [3 as const])])];
+      const versions: AttentionBackwardVersion[] = [backwardVersion(gpu, D)];
+      if (versions[0] === 2) versions.push(1);
+      if (versions[0] !== 3 && !attentionTcUnavailable(gpu, D, 'backward')) versions.push(3);
       for (const ver of versions) {
         const s = await secondsPerCall(gpu, () => Object.values(attentionBackward(gpu, q, k, v, o, lse, dO, seq, sh.seqs, dims, ver)));
         rows.push(benchRow(gpu, ver === versions[0] ? backwardName : `${backwardName}_v${ver}`, (2.5 * flops) / s / 1e9, 'GFLOP/s'));

@@ -523,17 +523,24 @@ export function attentionBackward(
   expectSize(name, lse, T * dims.nHeads);
   expectDtype(name, lse, 'f32');
   const chosen = backwardVersion(gpu, dims.headDim, version);
-  if (chosen === 3) return attentionBackwardTc(gpu, { q, k, v, o, lse, dO, seqStarts }, T, numSeqs, dims, group, scale);
-  const v2 = chosen === 2;
-  const keyTiles = ceilDiv(T, v2 ? 32 : 8);
-  const rowTiles = ceilDiv(T * group, v2 ? 32 : 16);
+  // keys (dkdv) and flat query rows (dq_rows) a workgroup of each version
+  const [keysPer, rowsPer] = chosen === 3 ? [16 * TC_BACKWARD_SUBGROUPS, 16 * TC_BACKWARD_SUBGROUPS] : chosen === 2 ? [32, 32] : [8, 16];
+  const keyTiles = ceilDiv(T, keysPer);
+  const rowTiles = ceilDiv(T * group, rowsPer);
   checkGrid(name, Math.max(keyTiles, rowTiles));
-  checkWorkgroupMemory(gpu, name, v2 ? 'dkdv2' : 'dkdv', dims.headDim);
-  checkWorkgroupMemory(gpu, name, v2 ? 'dq2' : 'dq', dims.headDim);
+  if (chosen !== 3) {
+    checkWorkgroupMemory(gpu, name, chosen === 2 ? 'dkdv2' : 'dkdv', dims.headDim);
+    checkWorkgroupMemory(gpu, name, chosen === 2 ? 'dq2' : 'dq', dims.headDim);
+  }
   const dq = gpu.tensor(q.shape, 'f32', 'attention.dq');
   const dk = gpu.tensor(k.shape, 'f32', 'attention.dk');
   const dv = gpu.tensor(v.shape, 'f32', 'attention.dv');
   if (T === 0) return { dq, dk, dv };
+  if (chosen === 3) {
+    attentionBackwardTc(gpu, { q, k, v, o, lse, dO, seqStarts, dq, dk, dv }, [keyTiles, rowTiles], numSeqs, dims, group, scale);
+    return { dq, dk, dv };
+  }
+  const v2 = chosen === 2;
   const stats = gpu.tensor([T * dims.nHeads, 4], 'f32', 'attention.stats');
   const variant = { consts: { HD: dims.headDim } };
   const uniforms = new Uniforms().u32(T).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(numSeqs).f32(scale * LOG2E).f32(scale).u32(0);
@@ -570,26 +577,21 @@ export function attentionBackward(
   return { dq, dk, dv };
 }
 
-/** attentionBackward's version 3 (shaders/attention_backward_tc.wgsl): `delta` keeps each row's statistics and the
- *  largest |dO| of each sequence, `scales` turns that into the power of two that keeps the sequence's dO' in f16's
- *  range, then dkdv and dq_rows run their products as 16x16 subgroup matrices. */
+/** attentionBackward's version 3 (shaders/attention_backward_tc.wgsl) into dq, dk, dv: `delta` keeps each row's
+ *  statistics and the largest |dO| of each sequence, `scales` turns that into the power of two that keeps the
+ *  sequence's dO' in f16's range (attentionTcUnavailable checked the workgroup memory), then dkdv and dq_rows run
+ *  their products as 16x16 subgroup matrices over [keyTiles, rowTiles] workgroups per kv head. */
 function attentionBackwardTc(
   gpu: Gpu,
-  t: { q: Tensor; k: Tensor; v: Tensor; o: Tensor; lse: Tensor; dO: Tensor; seqStarts: Tensor },
-  T: number,
+  t: Record<'q' | 'k' | 'v' | 'o' | 'lse' | 'dO' | 'seqStarts' | 'dq' | 'dk' | 'dv', Tensor>,
+  [keyTiles, rowTiles]: [number, number],
   numSeqs: number,
   dims: AttentionDims,
   group: number,
   scale: number,
-): { dq: Tensor; dk: Tensor; dv: Tensor } {
+): void {
   const name = 'attention_backward';
-  const keyTiles = ceilDiv(T, 16 * TC_BACKWARD_SUBGROUPS);
-  const rowTiles = ceilDiv(T * group, 16 * TC_BACKWARD_SUBGROUPS);
-  checkGrid(name, Math.max(keyTiles, rowTiles));
-  const dq = gpu.tensor(t.q.shape, 'f32', 'attention.dq');
-  const dk = gpu.tensor(t.k.shape, 'f32', 'attention.dk');
-  const dv = gpu.tensor(t.v.shape, 'f32', 'attention.dv');
-  if (T === 0) return { dq, dk, dv };
+  const T = t.q.shape[0]!;
   const stats = gpu.tensor([T * dims.nHeads, 4], 'f32', 'attention.stats');
   const seqMax = gpu.upload(new Uint32Array(numSeqs), [numSeqs], 'u32', 'attention.seqMax');
   const uniforms = new Uniforms().u32(T).u32(dims.nHeads).u32(dims.nKv).u32(group).u32(numSeqs).f32(scale * LOG2E).f32(scale).u32(0);
@@ -601,9 +603,8 @@ function attentionBackwardTc(
   const perRow = grid1d(ceilDiv(T * dims.nHeads, 64));
   gpu.dispatch({ shader, entry: 'delta', variant, uniforms, bindings: [null, null, null, t.dO, stats, t.seqStarts, null, null, null, t.o, t.lse, seqMax], workgroups: perRow, label: `${name}.delta` });
   gpu.dispatch({ shader, entry: 'scales', variant, uniforms, bindings: [null, null, null, null, stats, null, null, null, null, null, null, seqMax], workgroups: perRow, label: `${name}.scales` });
-  gpu.dispatch({ shader, entry: 'dkdv', variant, uniforms, bindings: [t.q, t.k, t.v, t.dO, stats, t.seqStarts, dk, dv], workgroups: [keyTiles, dims.nKv], label: `${name}.dkdv` });
-  gpu.dispatch({ shader, entry: 'dq_rows', variant, uniforms, bindings: [t.q, t.k, t.v, t.dO, stats, null, null, null, dq], workgroups: [rowTiles, dims.nKv], label: `${name}.dq` });
+  gpu.dispatch({ shader, entry: 'dkdv', variant, uniforms, bindings: [t.q, t.k, t.v, t.dO, stats, t.seqStarts, t.dk, t.dv], workgroups: [keyTiles, dims.nKv], label: `${name}.dkdv` });
+  gpu.dispatch({ shader, entry: 'dq_rows', variant, uniforms, bindings: [t.q, t.k, t.v, t.dO, stats, null, null, null, t.dq], workgroups: [rowTiles, dims.nKv], label: `${name}.dq` });
   stats.release();
   seqMax.release();
-  return { dq, dk, dv };
 }

@@ -158,7 +158,7 @@ export function attentionTcRef(q: Float32Array, k: Float32Array, v: Float32Array
 }
 
 /** attentionBackwardRef with the roundings of the tensor-core kernels (shaders/attention_backward_tc.wgsl): each
- *  sequence's dO times its power of two w (largest entry into [4, 8)), then q, k, v and that dO rounded to f16, P and
+ *  sequence's dO times its power of two w (largest entry into [1, 2)), then q, k, v and that dO rounded to f16, P and
  *  dS' = P·(dP' − D') rounded to f16 where they enter a product; the probabilities from the given lse and D from
  *  the given o, as the kernels take them; sums in f64. */
 export function attentionBackwardTcRef(q: Float32Array, k: Float32Array, v: Float32Array, o: ArrayLike<number>, lse: ArrayLike<number>, dO: Float32Array, seqStarts: number[], d: RefDims) {
