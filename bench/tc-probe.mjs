@@ -120,16 +120,21 @@ async function timeDirect(M, N, K) {
   for (const b of [x, w, y]) b.destroy();
 }
 
-async function timeParts(M, N, K) {
+/** shaders/matmul_tc_tiled.wgsl for x [M, K] f32 (scaled in the fill) · W [N, K]ᵀ f16 with tile t ({wgm, wgn, tm, tn,
+ * kt, epi}), whole and with a part cut out. */
+async function timeParts(M, N, K, t) {
   const { readFileSync } = await import('node:fs');
-  const source = readFileSync(new URL('../shaders/matmul_tc_tiled.wgsl', import.meta.url), 'utf8');
+  // the shader's only #if blocks pick the fragment loads' majorness: a [M, K] and b [N, K] take the #if TRANS_B one
+  const raw = readFileSync(new URL('../shaders/matmul_tc_tiled.wgsl', import.meta.url), 'utf8');
+  const source = raw.replace(/#if TRANS_A\n[^#]*#else\n([^#]*)#endif\n/, '$1').replace(/#if TRANS_B\n([^#]*)#else\n[^#]*#endif\n/, '$1');
+  const consts = { SM: 16, SN: 16, SK: 16, WGM: t.wgm, WGN: t.wgn, TM: t.tm, TN: t.tn, EPI: t.epi, SG: 32, KT: t.kt, STAGES: 1, TRANS_A: false, TRANS_B: true, VA: 4, VB: 4, FILL_SCALE_A: true, FILL_SCALE_B: false };
   const header = `enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\nalias TA = f32;\nalias TB = f16;\nalias AV = vec4<f32>;\nalias BV = vec4<f16>;\n` +
-    `const SM = 16;\nconst SN = 16;\nconst SK = 16;\nconst WGM = 2;\nconst WGN = 2;\nconst SG = 32;\nconst KT = 16;\nconst TRANS_A = false;\nconst TRANS_B = true;\nconst VA = 4;\nconst VB = 4;\n`;
+    Object.entries(consts).map(([k, v]) => `const ${k} = ${v};\n`).join('');
   const variants = {
     whole: source,
-    'no fill': source.replace(/if \(NAMED\) \{ stage\(lid\); \}/, 'if (NAMED) { }').replace(/if \(NAMED && k0 \+ KT < p\.K\) \{ fetch\(row0, col0, k0 \+ KT, lid\); \}/, ''),
-    'no products': source.replace(/\n      c\d\d = subgroupMatrixMultiplyAccumulate\([^;]*;/g, ''),
-    'no barriers in the K loop': source.replace(/\n    workgroupBarrier\(\);  \/\/ the previous[^\n]*/, '').replace(/(fillScalar\(row0, col0, k0, lid\); \})\n    workgroupBarrier\(\);/, '$1'),
+    'no fill': source.replace(/if \(NAMED\) \{ stage\(lid, s\); \}/, 'if (NAMED) { }').replace(/if \(NAMED && k0 \+ KT < p\.K\) \{ fetch\(row0, col0, k0 \+ KT, lid\); \}/, ''),
+    'no products': source.replace(/c\d\d = subgroupMatrixMultiplyAccumulate\([^;]*;/g, ''),
+    'no barriers in the K loop': source.replace(/\n      workgroupBarrier\(\);  \/\/ the previous[^\n]*/, '').replace(/(fill\(row0, col0, k0, lid, 0u\);)\n      workgroupBarrier\(\);/, '$1'),
   };
   const buf = (bytes) => device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.UNIFORM });
   const [a, w, y, one, params] = [buf(M * K * 4), buf(N * K * 2), buf(M * N * 4), buf(4), buf(32)];
@@ -138,6 +143,8 @@ async function timeParts(M, N, K) {
   [M, N, K, 0].forEach((v, i) => pv.setUint32(4 * i, v, true));
   pv.setFloat32(16, 1, true);
   device.queue.writeBuffer(params, 0, pv.buffer);
+  const [bm, bn] = [t.wgm * t.tm * 16, t.wgn * t.tn * 16];
+  const what = `${bm}x${bn}k${t.kt} ${t.wgm}x${t.wgn} subgroups of ${t.tm}x${t.tn}, epi ${t.epi}`;
   for (const [name, body] of Object.entries(variants)) {
     if (name !== 'whole' && body === source) { console.log(`parts: ${name}: pattern not found`); continue; }
     const pipeline = await pipelineOf(header + body, `parts: ${name}`);
@@ -145,14 +152,20 @@ async function timeParts(M, N, K) {
     const layout = pipeline.getBindGroupLayout(0);
     const entries = [params, a, w, y, one, one].map((buffer, binding) => ({ binding, resource: binding === 0 ? { buffer, size: 32 } : { buffer } }));
     const bg = device.createBindGroup({ layout, entries });
-    const s = await secondsPerDispatch(pipeline, bg, [N / 128, M / 128], 20);
-    console.log(`parts ${M}x${N}x${K} ${name.padEnd(26)} ${(s * 1e6).toFixed(0).padStart(6)} us  (${((2 * M * N * K) / s / 1e12).toFixed(1)} TFLOP/s equivalent)`);
+    const s = await secondsPerDispatch(pipeline, bg, [N / bn, M / bm], 20);
+    console.log(`parts ${M}x${N}x${K} ${what} ${name.padEnd(26)} ${(s * 1e6).toFixed(0).padStart(6)} us  (${((2 * M * N * K) / s / 1e12).toFixed(1)} TFLOP/s equivalent)`);
   }
+  for (const b of [a, w, y, one, params]) b.destroy();
 }
 
 if (what === 'parts') {
-  await timeParts(8192, 3072, 1024);
-  await timeParts(4096, 4096, 4096);
+  const tiles = [
+    { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16, epi: 1 }, // 128x128k16 as it was until 2026-12-06
+    { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16, epi: 4 },
+    { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 32, epi: 2 },
+    { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 64, epi: 1 },
+  ];
+  for (const t of tiles) await timeParts(8192, 3072, 1024, t);
   process.exit(0);
 }
 

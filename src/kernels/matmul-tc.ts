@@ -16,35 +16,48 @@ import { Uniforms, u32s } from '../gpu/uniforms.ts';
 import { ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
 
-/** A workgroup tile: wgm x wgn subgroups of 4 x 4 fragments each (64 x 64 outputs with 16 x 16 fragments)
- * and kt-deep slices of op(a)/op(b) in workgroup memory, one staged at a time or two (stages: the next staged
- * while the current is multiplied, one barrier a slice instead of two). */
+/** A workgroup tile: wgm x wgn subgroups of tm x tn fragments each (1, 2 or 4 a side; 4 x 4: 64 x 64 outputs with
+ * 16 x 16 fragments) and kt-deep slices of op(a)/op(b) in workgroup memory, one staged at a time or two (stages:
+ * the next staged while the current is multiplied, one barrier a slice instead of two). */
 export interface TcTile {
   wgm: number;
   wgn: number;
+  tm: number;
+  tn: number;
   kt: number;
   stages: 1 | 2;
 }
 
-/** Named by their outputs with 16 x 16 fragments (the H200's), k<slice depth>, and d where two slices are staged. */
+/** Named by their outputs with 16 x 16 fragments (the H200's), k<slice depth>, d where two slices are staged, and
+ * g<wgm>x<wgn> where the subgroups are not 2 x 2 ... of 4 x 4 fragments each (the first tiles, measured on
+ * 2026-12-02..05; the g tiles, 8 and 16 subgroups of fewer fragments and 64-deep slices, since 2026-12-06). */
 export const TC_TILES = {
-  '128x128k16': { wgm: 2, wgn: 2, kt: 16, stages: 1 },
-  '128x128k32': { wgm: 2, wgn: 2, kt: 32, stages: 1 },
-  '256x128k16': { wgm: 4, wgn: 2, kt: 16, stages: 1 },
-  '128x256k16': { wgm: 2, wgn: 4, kt: 16, stages: 1 },
-  '64x128k16': { wgm: 1, wgn: 2, kt: 16, stages: 1 },
-  '128x64k16': { wgm: 2, wgn: 1, kt: 16, stages: 1 },
-  '64x64k16': { wgm: 1, wgn: 1, kt: 16, stages: 1 },
-  '128x128k16d': { wgm: 2, wgn: 2, kt: 16, stages: 2 },
-  '128x128k32d': { wgm: 2, wgn: 2, kt: 32, stages: 2 },
-  '256x128k16d': { wgm: 4, wgn: 2, kt: 16, stages: 2 },
-  '128x256k16d': { wgm: 2, wgn: 4, kt: 16, stages: 2 },
-  '64x128k16d': { wgm: 1, wgn: 2, kt: 16, stages: 2 },
+  '128x128k16': { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 1 },
+  '128x128k32': { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 32, stages: 1 },
+  '256x128k16': { wgm: 4, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 1 },
+  '128x256k16': { wgm: 2, wgn: 4, tm: 4, tn: 4, kt: 16, stages: 1 },
+  '64x128k16': { wgm: 1, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 1 },
+  '128x64k16': { wgm: 2, wgn: 1, tm: 4, tn: 4, kt: 16, stages: 1 },
+  '64x64k16': { wgm: 1, wgn: 1, tm: 4, tn: 4, kt: 16, stages: 1 },
+  '128x128k16d': { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 2 },
+  '128x128k32d': { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 32, stages: 2 },
+  '256x128k16d': { wgm: 4, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 2 },
+  '128x256k16d': { wgm: 2, wgn: 4, tm: 4, tn: 4, kt: 16, stages: 2 },
+  '64x128k16d': { wgm: 1, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 2 },
+  '128x128k32g2x4': { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 32, stages: 1 },
+  '128x128k32g4x2': { wgm: 4, wgn: 2, tm: 2, tn: 4, kt: 32, stages: 1 },
+  '128x128k64g2x4': { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 64, stages: 1 },
+  '128x128k64g4x2': { wgm: 4, wgn: 2, tm: 2, tn: 4, kt: 64, stages: 1 },
+  '128x128k32g2x4d': { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 32, stages: 2 },
+  '128x128k16g4x4': { wgm: 4, wgn: 4, tm: 2, tn: 2, kt: 16, stages: 1 },
+  '128x128k32g4x4': { wgm: 4, wgn: 4, tm: 2, tn: 2, kt: 32, stages: 1 },
+  '128x256k32g2x4': { wgm: 2, wgn: 4, tm: 4, tn: 4, kt: 32, stages: 1 },
+  '256x128k32g4x2': { wgm: 4, wgn: 2, tm: 4, tn: 4, kt: 32, stages: 1 },
+  '64x128k32g2x2': { wgm: 2, wgn: 2, tm: 2, tn: 4, kt: 32, stages: 1 },
+  '64x128k64g2x4': { wgm: 2, wgn: 4, tm: 2, tn: 2, kt: 64, stages: 1 },
 } as const satisfies Record<string, TcTile>;
 export type TcTileName = keyof typeof TC_TILES;
 
-/** Fragments per subgroup along M and N (the shader's named accumulators). */
-const FRAGS = 4;
 /** Staged tiles are padded by this many f16 a row (must match PAD in the shader). */
 const PAD = 8;
 
@@ -63,14 +76,28 @@ export interface TcPlan {
   /** Outputs per workgroup. */
   bm: number;
   bn: number;
+  /** Fragments a subgroup emits at a time (tcEpilogueFragments). */
+  epi: number;
 }
 
-/** Bytes of workgroup memory a tile takes (staged slices of op(a) and op(b), and one result fragment per subgroup). */
-export function tcTileBytes(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig): number {
-  const [bm, bn] = [t.wgm * FRAGS * c.M, t.wgn * FRAGS * c.N];
+/** Bytes of the staged slices of a tile (op(a) and op(b), each padded). */
+function stagedBytes(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig): number {
+  const [bm, bn] = [t.wgm * t.tm * c.M, t.wgn * t.tn * c.N];
   const a = shape.transA ? t.kt * (bm + PAD) : bm * (t.kt + PAD);
   const b = shape.transB ? bn * (t.kt + PAD) : t.kt * (bn + PAD);
-  return 2 * t.stages * (a + b) + 4 * t.wgm * t.wgn * c.M * c.N;
+  return 2 * t.stages * (a + b);
+}
+
+/** Fragments a subgroup passes through the epilogue at a time: a whole row (tn) where the workgroup memory holds it
+ * next to the staged slices, else one. */
+export function tcEpilogueFragments(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig, limit: number): number {
+  const row = 4 * t.wgm * t.wgn * t.tn * c.M * c.N;
+  return stagedBytes(t, shape, c) + row <= limit ? t.tn : 1;
+}
+
+/** Bytes of workgroup memory a tile takes (staged slices, and epi result fragments per subgroup). */
+export function tcTileBytes(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig, epi = 1): number {
+  return stagedBytes(t, shape, c) + 4 * t.wgm * t.wgn * epi * c.M * c.N;
 }
 
 /** Why the device cannot run tensor-core products at all, or null when it can. */
@@ -107,16 +134,18 @@ export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultT
   // The largest f16 -> f32 fragments whose depth divides the slice.
   const config = largestConfig(gpu, t.kt);
   if (!config) return `no subgroup matrix config fits tile ${tile}`;
-  const [bm, bn] = [t.wgm * FRAGS * config.M, t.wgn * FRAGS * config.N];
+  const [bm, bn] = [t.wgm * t.tm * config.M, t.wgn * t.tn * config.N];
   // With vec4 loads each thread makes 1, 2, 4 or 8 of each slice (the shader's named registers).
   const unitsOk = (n: number) => n % (4 * threads) === 0 && [1, 2, 4, 8].includes(n / (4 * threads));
   if (!unitsOk(bm * t.kt) || !unitsOk(bn * t.kt)) return `tile ${tile} does not divide into 1, 2, 4 or 8 vec4 loads for each of ${threads} threads`;
   if (threads > gpu.limits.maxComputeInvocationsPerWorkgroup) return `tile ${tile} needs ${threads} invocations`;
-  const bytes = tcTileBytes(t, s, config);
-  if (bytes > gpu.limits.maxComputeWorkgroupStorageSize) return `tile ${tile} needs ${bytes} bytes of workgroup memory (limit ${gpu.limits.maxComputeWorkgroupStorageSize})`;
+  const limit = gpu.limits.maxComputeWorkgroupStorageSize;
+  const epi = tcEpilogueFragments(t, s, config, limit);
+  const bytes = tcTileBytes(t, s, config, epi);
+  if (bytes > limit) return `tile ${tile} needs ${bytes} bytes of workgroup memory (limit ${limit})`;
   const maxWg = gpu.limits.maxComputeWorkgroupsPerDimension;
   if (ceilDiv(s.N, bn) > maxWg || ceilDiv(s.M, bm) > maxWg) return `${s.M}x${s.N} needs more than ${maxWg} workgroups a dimension`;
-  return { tile, config, subgroupSize, bm, bn };
+  return { tile, config, subgroupSize, bm, bn, epi };
 }
 
 /** Per device and slice depth (0: any): the adapter's configs never change, and matmul asks on every call. */
@@ -155,6 +184,9 @@ const DIRECT_SUBGROUPS = 768;
 const DIRECT_MAX_KS = 8;
 /** The least depth a subgroup of matmul_tc_direct keeps (8 steps of 16). */
 const DIRECT_MIN_KPART = 128;
+
+/** Fragments per subgroup along M and N in matmul_tc_direct (its named accumulators). */
+const FRAGS = 4;
 
 /** Rows of x as matmul_tc_direct reads it: M padded to whole tiles of FRAGS fragments. */
 function directPaddedRows(M: number, config: SubgroupMatrixConfig): number {
@@ -312,7 +344,7 @@ export function dispatchTensorCore(gpu: Gpu, plan: TcPlan, a: Tensor, b: Tensor,
       enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
       aliases: { TA: A.dtype, TB: b.dtype, AV: VA === 4 ? `vec4<${A.dtype}>` : A.dtype, BV: VB === 4 ? `vec4<${b.dtype}>` : b.dtype },
       consts: {
-        SM, SN, SK, WGM: t.wgm, WGN: t.wgn, SG: plan.subgroupSize, KT: t.kt, STAGES: t.stages, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB,
+        SM, SN, SK, WGM: t.wgm, WGN: t.wgn, TM: t.tm, TN: t.tn, EPI: plan.epi, SG: plan.subgroupSize, KT: t.kt, STAGES: t.stages, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB,
         FILL_SCALE_A: sa !== null, FILL_SCALE_B: sb !== null,
       },
     },
