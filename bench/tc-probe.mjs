@@ -7,13 +7,13 @@
 // `parts`: shaders/matmul_tc_tiled.wgsl at 8192x3072x1024 (f32 x, f16 W), whole and with its workgroup-memory
 // fill, its products or its K-loop barriers cut out, to see which part costs the time (without the epilogue
 // nothing is written and the compiler drops the whole kernel, so that cut is not offered).
-//   usage (GPU machine): node bench/tc-probe.mjs [registers|direct|parts]
+//   usage (GPU machine): node bench/tc-probe.mjs [registers|direct|parts|ramp|layout]
 import { create, globals } from 'webgpu';
 
 Object.assign(globalThis, globals);
 const gpu = create(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia']);
 const adapter = await gpu.requestAdapter();
-const device = await adapter.requestDevice({ requiredFeatures: ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix'], requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize } });
+const device = await adapter.requestDevice({ requiredFeatures: ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix', 'timestamp-query'], requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize, maxBufferSize: adapter.limits.maxBufferSize, maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize, maxComputeInvocationsPerWorkgroup: adapter.limits.maxComputeInvocationsPerWorkgroup, maxComputeWorkgroupSizeX: adapter.limits.maxComputeWorkgroupSizeX } });
 device.addEventListener('uncapturederror', (e) => console.log('error', e.error.message));
 
 const ITER = 2048;
@@ -54,18 +54,45 @@ async function pipelineOf(code, what) {
   return device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
 }
 
-/** Seconds per dispatch of `workgroups`, after `warm` untimed dispatches: `n` in one submit, wall clock to done. */
-async function secondsPerDispatch(pipeline, bindGroup, workgroups, n, warm = 2) {
-  const run = async (count) => {
+const WARM_MS = Number(process.env.WARM_MS ?? 400);
+const querySet = device.createQuerySet({ type: 'timestamp', count: 2 });
+const resolved = device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+const readback = device.createBuffer({ size: 16, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+/** GPU seconds per dispatch of `workgroups` (timestamps around one pass of `n` dispatches, after `warm` untimed
+ * dispatches), and the wall clock's (submit to done): the two part where the host or the waiting costs. */
+async function timesPerDispatch(pipeline, bindGroup, workgroups, n, warm = 2, warmMs = WARM_MS) {
+  const run = async (count, timed) => {
     const enc = device.createCommandEncoder();
-    for (let i = 0; i < count; i++) { const p = enc.beginComputePass(); p.setPipeline(pipeline); p.setBindGroup(0, bindGroup); p.dispatchWorkgroups(...workgroups); p.end(); }
+    const p = enc.beginComputePass(timed ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
+    p.setPipeline(pipeline);
+    p.setBindGroup(0, bindGroup);
+    for (let i = 0; i < count; i++) p.dispatchWorkgroups(...workgroups);
+    p.end();
+    if (timed) { enc.resolveQuerySet(querySet, 0, 2, resolved, 0); enc.copyBufferToBuffer(resolved, 0, readback, 0, 16); }
     device.queue.submit([enc.finish()]);
     await device.queue.onSubmittedWorkDone();
   };
-  await run(warm);
+  // The clock: an H100 left idle for a second drops from 1980 MHz towards 345 (nvidia-smi, 2026-12-06) and a few
+  // dispatches do not bring it back, so untimed work runs for WARM_MS right before the timed pass.
+  const w0 = performance.now();
+  if (warm > 0) do await run(warm, false); while (performance.now() - w0 < warmMs);
   const t0 = performance.now();
-  await run(n);
-  return (performance.now() - t0) / n / 1e3;
+  await run(n, true);
+  const wall = (performance.now() - t0) / n / 1e3;
+  await readback.mapAsync(GPUMapMode.READ);
+  const [start, end] = new BigUint64Array(readback.getMappedRange().slice(0));
+  readback.unmap();
+  return { gpu: Number(end - start) / 1e9 / n, wall };
+}
+
+/** One timed pass of n dispatches, no warm-up. */
+async function timesPerDispatchRaw(pipeline, bindGroup, workgroups, n) {
+  return timesPerDispatch(pipeline, bindGroup, workgroups, n, 0, 0);
+}
+
+/** Seconds per dispatch (GPU time). */
+async function secondsPerDispatch(pipeline, bindGroup, workgroups, n, warm = 2) {
+  return (await timesPerDispatch(pipeline, bindGroup, workgroups, n, warm)).gpu;
 }
 
 async function time(code, acc) {
@@ -120,52 +147,97 @@ async function timeDirect(M, N, K) {
   for (const b of [x, w, y]) b.destroy();
 }
 
-/** shaders/matmul_tc_tiled.wgsl for x [M, K] f32 (scaled in the fill) · W [N, K]ᵀ f16 with tile t ({wgm, wgn, tm, tn,
- * kt, epi}), whole and with a part cut out. */
-async function timeParts(M, N, K, t) {
+/** shaders/matmul_tc_tiled.wgsl for x [M, K] · W [N, K]ᵀ f16 with tile t ({wgm, wgn, tm, tn, kt}), whole and with a
+ * part cut out; x f32 scaled in the fill, or (x16) already f16 as tiledCastsA makes it. */
+async function timeParts(M, N, K, t, x16 = false, only = null, edits = null) {
   const { readFileSync } = await import('node:fs');
   // the shader's only #if blocks pick the fragment loads' majorness: a [M, K] and b [N, K] take the #if TRANS_B one
   const raw = readFileSync(new URL('../shaders/matmul_tc_tiled.wgsl', import.meta.url), 'utf8');
   const source = raw.replace(/#if TRANS_A\n[^#]*#else\n([^#]*)#endif\n/, '$1').replace(/#if TRANS_B\n([^#]*)#else\n[^#]*#endif\n/, '$1');
-  const consts = { SM: 16, SN: 16, SK: 16, WGM: t.wgm, WGN: t.wgn, TM: t.tm, TN: t.tn, EPI: t.epi, SG: 32, KT: t.kt, STAGES: 1, TRANS_A: false, TRANS_B: true, VA: 4, VB: 4, FILL_SCALE_A: true, FILL_SCALE_B: false };
-  const header = `enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\nalias TA = f32;\nalias TB = f16;\nalias AV = vec4<f32>;\nalias BV = vec4<f16>;\n` +
+  const consts = { SM: 16, SN: 16, SK: 16, WGM: t.wgm, WGN: t.wgn, TM: t.tm, TN: t.tn, SG: 32, KT: t.kt, STAGES: 1, TRANS_A: false, TRANS_B: true, VA: 4, VB: 4, FILL_SCALE_A: !x16, FILL_SCALE_B: false };
+  const header = `enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\nalias TA = ${x16 ? 'f16' : 'f32'};\nalias TB = f16;\nalias AV = vec4<${x16 ? 'f16' : 'f32'}>;\nalias BV = vec4<f16>;\n` +
     Object.entries(consts).map(([k, v]) => `const ${k} = ${v};\n`).join('');
-  const variants = {
+  const noFill = (src) => src.replace(/if \(NAMED\) \{ stage\(lid, s\); \}/, 'if (NAMED) { }').replace(/if \(NAMED && k0 \+ KT < p\.K\) \{ fetch\(row0, col0, k0 \+ KT, lid\); \}/, '');
+  const noBarriers = (src) => src.replace(/\n      workgroupBarrier\(\);  \/\/ the previous[^\n]*/, '').replace(/(fill\(row0, col0, k0, lid, 0u\);)\n      workgroupBarrier\(\);/, '$1');
+  const variants = edits ? Object.fromEntries(Object.entries(edits).map(([k, f]) => [k, f(source)])) : {
     whole: source,
-    'no fill': source.replace(/if \(NAMED\) \{ stage\(lid, s\); \}/, 'if (NAMED) { }').replace(/if \(NAMED && k0 \+ KT < p\.K\) \{ fetch\(row0, col0, k0 \+ KT, lid\); \}/, ''),
+    'no fill': noFill(source),
     'no products': source.replace(/c\d\d = subgroupMatrixMultiplyAccumulate\([^;]*;/g, ''),
-    'no barriers in the K loop': source.replace(/\n      workgroupBarrier\(\);  \/\/ the previous[^\n]*/, '').replace(/(fill\(row0, col0, k0, lid, 0u\);)\n      workgroupBarrier\(\);/, '$1'),
+    'no barriers in the K loop': noBarriers(source),
+    'products only': noBarriers(noFill(source)),
   };
   const buf = (bytes) => device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.UNIFORM });
-  const [a, w, y, one, params] = [buf(M * K * 4), buf(N * K * 2), buf(M * N * 4), buf(4), buf(32)];
+  const [a, w, y, one, params] = [buf(M * K * (x16 ? 2 : 4)), buf(N * K * 2), buf(M * N * 4), buf(4), buf(32)];
   device.queue.writeBuffer(one, 0, new Float32Array([1]));
   const pv = new DataView(new ArrayBuffer(32));
   [M, N, K, 0].forEach((v, i) => pv.setUint32(4 * i, v, true));
   pv.setFloat32(16, 1, true);
   device.queue.writeBuffer(params, 0, pv.buffer);
   const [bm, bn] = [t.wgm * t.tm * 16, t.wgn * t.tn * 16];
-  const what = `${bm}x${bn}k${t.kt} ${t.wgm}x${t.wgn} subgroups of ${t.tm}x${t.tn}, epi ${t.epi}`;
+  const what = `${bm}x${bn}k${t.kt} ${t.wgm}x${t.wgn} subgroups of ${t.tm}x${t.tn}, x ${x16 ? 'f16' : 'f32'}`;
   for (const [name, body] of Object.entries(variants)) {
-    if (name !== 'whole' && body === source) { console.log(`parts: ${name}: pattern not found`); continue; }
+    if (name !== 'whole' && !name.startsWith('as is') && body === source) { console.log(`parts: ${name}: pattern not found`); continue; }
     const pipeline = await pipelineOf(header + body, `parts: ${name}`);
     if (!pipeline) continue;
     const layout = pipeline.getBindGroupLayout(0);
     const entries = [params, a, w, y, one, one].map((buffer, binding) => ({ binding, resource: binding === 0 ? { buffer, size: 32 } : { buffer } }));
     const bg = device.createBindGroup({ layout, entries });
-    const s = await secondsPerDispatch(pipeline, bg, [N / bn, M / bm], 20);
-    console.log(`parts ${M}x${N}x${K} ${what} ${name.padEnd(26)} ${(s * 1e6).toFixed(0).padStart(6)} us  (${((2 * M * N * K) / s / 1e12).toFixed(1)} TFLOP/s equivalent)`);
+    if (only) { await only(pipeline, bg, [N / bn, M / bm]); break; }
+    const { gpu: s, wall } = await timesPerDispatch(pipeline, bg, [N / bn, M / bm], 20);
+    console.log(`parts ${M}x${N}x${K} ${what} ${name.padEnd(26)} ${(s * 1e6).toFixed(0).padStart(6)} us  (${((2 * M * N * K) / s / 1e12).toFixed(1)} TFLOP/s equivalent; wall clock ${(wall * 1e6).toFixed(0)} us)`);
   }
   for (const b of [a, w, y, one, params]) b.destroy();
 }
 
+// How fast the clock comes back: idle for 3 s, then the default tile's pass of 8192x3072x1024 back to back for 2 s,
+// each pass's GPU time printed with the milliseconds since the load began.
+if (what === 'ramp') {
+  await timeParts(8192, 3072, 1024, { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16 }, false, async (pipeline, bg, grid) => {
+    await new Promise((r) => setTimeout(r, 3000));
+    const t0 = performance.now();
+    const seen = [];
+    while (performance.now() - t0 < 2000) {
+      const { gpu } = await timesPerDispatchRaw(pipeline, bg, grid, 4);
+      seen.push(`${(performance.now() - t0).toFixed(0)}:${(gpu * 1e6).toFixed(0)}`);
+    }
+    console.log(`ramp (ms since the load began : us a pass) ${seen.join(' ')}`);
+  });
+  process.exit(0);
+}
+
+// The default tile whole, with its layout or workgroup memory changed: the staged rows' padding, and workgroup memory
+// that is declared (and kept, by a store no invocation makes) but not used, which leaves fewer workgroups resident.
+if (what === 'layout') {
+  const pad = (n) => (src) => src.replace('const PAD = 8u;', `const PAD = ${n}u;`).replace(/const PAD_K = [^;]*;/, `const PAD_K = ${n}u;`);
+  const extra = (floats) => (src) => src.replace('var<workgroup> tileC', `var<workgroup> unused: array<f32, ${floats}>;\nvar<workgroup> tileC`)
+    .replace('  let mine = sid * FRAG;', `  if (p.M == 0xffffffffu) { unused[lid] = 1.0; }\n  let mine = sid * FRAG;`);
+  // results stored straight to out (right only for whole tiles, alpha 1, no scales: timing only), tileC unused
+  const direct = (src) => {
+    const at = src.indexOf('  let mine = sid * FRAG;');
+    const stores = [];
+    for (let i = 0; i < 4; i++) for (let j = 0; j < 4; j++) {
+      const guard = `${i > 0 ? `TM > ${i === 1 ? 1 : 2}u` : 'true'} && ${j > 0 ? `TN > ${j === 1 ? 1 : 2}u` : 'true'}`;
+      stores.push(`  if (${guard}) { subgroupMatrixStore<row_major>(&out, (row0 + r0 + ${i}u * SM) * p.N + col0 + c0 + ${j}u * SN, c${i}${j}, p.N); }`);
+    }
+    return src.slice(0, at) + stores.join('\n') + '\n}\n';
+  };
+  const edits = { 'as is': (x) => x, 'results straight to out': direct, 'PAD 0': pad(0), 'PAD 8': pad(8), 'PAD 16': pad(16), '+8 KiB unused': extra(2048), '+16 KiB unused': extra(4096), 'as is again': (x) => x };
+  for (const x16 of [false, true]) await timeParts(8192, 3072, 1024, { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16 }, x16, null, edits);
+  await timeParts(8192, 3072, 1024, { wgm: 4, wgn: 4, tm: 2, tn: 2, kt: 32 }, true, null, edits);
+  process.exit(0);
+}
+
 if (what === 'parts') {
   const tiles = [
-    { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16, epi: 1 }, // 128x128k16 as it was until 2026-12-06
-    { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16, epi: 4 },
-    { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 32, epi: 2 },
-    { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 64, epi: 1 },
+    { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16 }, // the default, 128x128k16
+    { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 32 },
+    { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 64 },
+    { wgm: 4, wgn: 4, tm: 2, tn: 2, kt: 32 },
+    { wgm: 2, wgn: 4, tm: 4, tn: 4, kt: 32 },
+    { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16 }, // the first again: drift over the run
   ];
   for (const t of tiles) await timeParts(8192, 3072, 1024, t);
+  for (const t of [tiles[0], tiles[2], tiles[3]]) await timeParts(8192, 3072, 1024, t, true);
   process.exit(0);
 }
 

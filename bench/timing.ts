@@ -5,7 +5,7 @@
 // every 10 ms) against tens of microseconds under Dawn, so rounds of a few small kernels would time the wait.
 import type { Gpu } from '../src/gpu/gpu.ts';
 
-const WARM_MS = 150;
+const WARM_MS = 400;
 export const WARM_MAX_ROUNDS = 256;
 
 export interface TimingOptions {
@@ -15,7 +15,7 @@ export interface TimingOptions {
   minRoundMs?: number;
   /** The most calls per round minRoundMs may grow to (default 4096). */
   maxCalls?: number;
-  /** Untimed warm-up for at least this long (default 150 ms; at least one round, WARM_MAX_ROUNDS at most). */
+  /** Untimed warm-up for at least this long (default 400 ms; at least one round, WARM_MAX_ROUNDS at most). */
   warmMs?: number;
 }
 
@@ -34,7 +34,9 @@ export async function timePerCall(gpu: Gpu, run: () => void, opts: TimingOptions
   };
   // Untimed rounds for at least warmMs (one at least, WARM_MAX_ROUNDS at most): an idle H200 sits at 345 MHz and
   // takes a while to clock up, so a single warm-up round of a few milliseconds left the first row timed after a
-  // setup up to 4x slow (2026-12-02).
+  // setup up to 4x slow (2026-12-02). An H100 takes about 300 ms of steady work from idle to 1980 MHz (2.9 ms, then
+  // 1.6 ms from 90 ms on, 0.7 ms from 290 ms on for the same pass: bench/tc-probe.mjs ramp, 2026-12-06), and it
+  // drops back within a second of light work (a row's compile and check), so 150 ms timed rows at half speed.
   const warmMs = opts.warmMs ?? WARM_MS;
   let warm = 0;
   let warmRounds = 0;

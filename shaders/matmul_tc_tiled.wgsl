@@ -17,12 +17,13 @@
 //   (those past TM x TN are never touched): an array of 8 or more subgroup matrices indexed in loops is kept in
 //   local memory on the H200 (30 TFLOP/s against 630 for named ones, bench/tc-probe.mjs), so the fragment loops
 //   are written out, each step guarded by a constant condition the compiler folds.
-// - The epilogue passes fragments through workgroup memory so that bounds checks, the scales, alpha and
-//   accumulation happen per element: EPI of them a subgroup at a time (a whole row of TN fragments where the
-//   workgroup memory allows, so rows of out are written TN·SN wide, with two barriers a row instead of two a
-//   fragment; else 1).
-// Variant consts: SM, SN, SK (the subgroup matrix config), WGM x WGN subgroups, TM x TN fragments each, EPI
-// (fragments a subgroup emits at a time: 1 or TN), SG (subgroup size), KT
+// - The epilogue passes each fragment through workgroup memory so that bounds checks, the scales, alpha and
+//   accumulation happen per element. Workgroup memory is what limits speed here: on an H100 the default tile
+//   ran 1.6x slower with 16 KiB more of it declared (unused), and 1.6x slower with a whole row of fragments
+//   through the epilogue at a time (bench/RESULTS.md, 2026-12-06), so the staged rows along K of 16-deep slices
+//   go unpadded (their 2-way bank conflicts cost less: 0.89x the time) and the epilogue takes one fragment.
+// Variant consts: SM, SN, SK (the subgroup matrix config), WGM x WGN subgroups, TM x TN fragments each, SG
+// (subgroup size), KT
 // (slice depth, a multiple of SK), STAGES (slices staged: 1 or 2), TRANS_A, TRANS_B, VA, VB (elements per load of a / b: 4 when
 // the stored-contiguous dimension is a multiple of 4, else 1), FILL_SCALE_A, FILL_SCALE_B (the fill multiplies
 // the operand by its scales: f32 operands); aliases TA, TB (f32 or f16) and AV, BV (vec4<TA> / TA: what one
@@ -42,17 +43,17 @@ alias Right = subgroup_matrix_right<f16, SN, SK>;
 alias Acc = subgroup_matrix_result<f32, SN, SM>;
 
 const_assert (TM == 1u || TM == 2u || TM == 4u) && (TN == 1u || TN == 2u || TN == 4u);
-const_assert EPI == 1u || EPI == TN;
 
 const THREADS = WGM * WGN * SG;
 const BM = WGM * TM * SM;  // rows of out per workgroup
 const BN = WGN * TN * SN;  // columns of out per workgroup
 // Padding that staggers rows of the staged tiles across memory banks.
 const PAD = 8u;
+const PAD_K = select(PAD, 0u, KT == 16u);  // rows that run along K (a [M, K], b [N, K])
 // op(a)'s tile is stored row-major [BM][KT] when a is [M, K], K-major [KT][BM] when a is [K, M]:
 // either way the loads write consecutive addresses. Same for op(b) (column-major [BN][KT] for b [N, K]).
-const LDA = select(KT + PAD, BM + PAD, TRANS_A);
-const LDB = select(BN + PAD, KT + PAD, TRANS_B);
+const LDA = select(KT + PAD_K, BM + PAD, TRANS_A);
+const LDB = select(BN + PAD, KT + PAD_K, TRANS_B);
 const A_TILE = select(BM, KT, TRANS_A) * LDA;
 const B_TILE = select(KT, BN, TRANS_B) * LDB;
 const UA = BM * KT / (VA * THREADS);  // loads of the op(a) slice each thread makes
@@ -62,8 +63,7 @@ const FRAG = SM * SN;
 const_assert STAGES == 1u || STAGES == 2u;
 var<workgroup> tileA: array<f16, STAGES * A_TILE>;
 var<workgroup> tileB: array<f16, STAGES * B_TILE>;
-const LDC = EPI * SN;  // a subgroup's row of EPI fragments in tileC
-var<workgroup> tileC: array<f32, WGM * WGN * EPI * FRAG>;
+var<workgroup> tileC: array<f32, WGM * WGN * FRAG>;
 
 // Row (of op(a)) and depth of the first element of the u-th load of a slice; consecutive u read
 // consecutive memory (along K for a [M, K], along M for a [K, M]).
@@ -197,13 +197,12 @@ fn fragmentB(at: u32) -> Right { return subgroupMatrixLoad<Right, col_major>(&ti
 fn fragmentB(at: u32) -> Right { return subgroupMatrixLoad<Right, row_major>(&tileB, at, LDB); }
 #endif
 
-// Writes the EPI fragments a subgroup just stored side by side at tileC[mine..] to out from (row, col), element by
-// element (consecutive lanes, consecutive columns).
+// Writes the fragment a subgroup just stored at tileC[mine..] to out at (row, col), element by element.
 fn emit(row: u32, col: u32, mine: u32, lane: u32) {
   workgroupBarrier();
-  for (var e = lane; e < EPI * FRAG; e += SG) {
-    let r = row + e / LDC;
-    let c = col + e % LDC;
+  for (var e = lane; e < FRAG; e += SG) {
+    let r = row + e / SN;
+    let c = col + e % SN;
     if (r < p.M && c < p.N) {
       let o = r * p.N + c;
       var v = tileC[mine + e] / scaleOfA(r) / scaleOfB(c) * p.alpha;
@@ -211,11 +210,8 @@ fn emit(row: u32, col: u32, mine: u32, lane: u32) {
       out[o] = v;
     }
   }
-  workgroupBarrier();  // before the next fragments overwrite tileC
+  workgroupBarrier();  // before the next fragment overwrites tileC
 }
-
-// Fragment column j of a row goes to tileC at mine + this offset (stride LDC).
-fn slot(j: u32) -> u32 { return (j % EPI) * SN; }
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @builtin(subgroup_invocation_id) lane: u32,
@@ -293,61 +289,57 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
     }
   }
 
-  let mine = sid * EPI * FRAG;
-  subgroupMatrixStore<row_major>(&tileC, mine + slot(0u), c00, LDC);
-  if (EPI == 1u) { emit(row0 + r0 + 0u * SM, col0 + c0, mine, lane); }
+  let mine = sid * FRAG;
+  subgroupMatrixStore<row_major>(&tileC, mine, c00, SN);
+  emit(row0 + r0 + 0u * SM, col0 + c0 + 0u * SN, mine, lane);
   if (TN > 1u) {
-    subgroupMatrixStore<row_major>(&tileC, mine + slot(1u), c01, LDC);
-    if (EPI == 1u) { emit(row0 + r0 + 0u * SM, col0 + c0 + 1u * SN, mine, lane); }
+    subgroupMatrixStore<row_major>(&tileC, mine, c01, SN);
+    emit(row0 + r0 + 0u * SM, col0 + c0 + 1u * SN, mine, lane);
   }
   if (TN > 2u) {
-    subgroupMatrixStore<row_major>(&tileC, mine + slot(2u), c02, LDC);
-    if (EPI == 1u) { emit(row0 + r0 + 0u * SM, col0 + c0 + 2u * SN, mine, lane); }
-    subgroupMatrixStore<row_major>(&tileC, mine + slot(3u), c03, LDC);
-    if (EPI == 1u) { emit(row0 + r0 + 0u * SM, col0 + c0 + 3u * SN, mine, lane); }
+    subgroupMatrixStore<row_major>(&tileC, mine, c02, SN);
+    emit(row0 + r0 + 0u * SM, col0 + c0 + 2u * SN, mine, lane);
+    subgroupMatrixStore<row_major>(&tileC, mine, c03, SN);
+    emit(row0 + r0 + 0u * SM, col0 + c0 + 3u * SN, mine, lane);
   }
-  if (EPI > 1u) { emit(row0 + r0 + 0u * SM, col0 + c0, mine, lane); }
   if (TM > 1u) {
-    subgroupMatrixStore<row_major>(&tileC, mine + slot(0u), c10, LDC);
-    if (EPI == 1u) { emit(row0 + r0 + 1u * SM, col0 + c0, mine, lane); }
+    subgroupMatrixStore<row_major>(&tileC, mine, c10, SN);
+    emit(row0 + r0 + 1u * SM, col0 + c0 + 0u * SN, mine, lane);
     if (TN > 1u) {
-      subgroupMatrixStore<row_major>(&tileC, mine + slot(1u), c11, LDC);
-      if (EPI == 1u) { emit(row0 + r0 + 1u * SM, col0 + c0 + 1u * SN, mine, lane); }
+      subgroupMatrixStore<row_major>(&tileC, mine, c11, SN);
+      emit(row0 + r0 + 1u * SM, col0 + c0 + 1u * SN, mine, lane);
     }
     if (TN > 2u) {
-      subgroupMatrixStore<row_major>(&tileC, mine + slot(2u), c12, LDC);
-      if (EPI == 1u) { emit(row0 + r0 + 1u * SM, col0 + c0 + 2u * SN, mine, lane); }
-      subgroupMatrixStore<row_major>(&tileC, mine + slot(3u), c13, LDC);
-      if (EPI == 1u) { emit(row0 + r0 + 1u * SM, col0 + c0 + 3u * SN, mine, lane); }
+      subgroupMatrixStore<row_major>(&tileC, mine, c12, SN);
+      emit(row0 + r0 + 1u * SM, col0 + c0 + 2u * SN, mine, lane);
+      subgroupMatrixStore<row_major>(&tileC, mine, c13, SN);
+      emit(row0 + r0 + 1u * SM, col0 + c0 + 3u * SN, mine, lane);
     }
-    if (EPI > 1u) { emit(row0 + r0 + 1u * SM, col0 + c0, mine, lane); }
   }
   if (TM > 2u) {
-    subgroupMatrixStore<row_major>(&tileC, mine + slot(0u), c20, LDC);
-    if (EPI == 1u) { emit(row0 + r0 + 2u * SM, col0 + c0, mine, lane); }
+    subgroupMatrixStore<row_major>(&tileC, mine, c20, SN);
+    emit(row0 + r0 + 2u * SM, col0 + c0 + 0u * SN, mine, lane);
     if (TN > 1u) {
-      subgroupMatrixStore<row_major>(&tileC, mine + slot(1u), c21, LDC);
-      if (EPI == 1u) { emit(row0 + r0 + 2u * SM, col0 + c0 + 1u * SN, mine, lane); }
+      subgroupMatrixStore<row_major>(&tileC, mine, c21, SN);
+      emit(row0 + r0 + 2u * SM, col0 + c0 + 1u * SN, mine, lane);
     }
     if (TN > 2u) {
-      subgroupMatrixStore<row_major>(&tileC, mine + slot(2u), c22, LDC);
-      if (EPI == 1u) { emit(row0 + r0 + 2u * SM, col0 + c0 + 2u * SN, mine, lane); }
-      subgroupMatrixStore<row_major>(&tileC, mine + slot(3u), c23, LDC);
-      if (EPI == 1u) { emit(row0 + r0 + 2u * SM, col0 + c0 + 3u * SN, mine, lane); }
+      subgroupMatrixStore<row_major>(&tileC, mine, c22, SN);
+      emit(row0 + r0 + 2u * SM, col0 + c0 + 2u * SN, mine, lane);
+      subgroupMatrixStore<row_major>(&tileC, mine, c23, SN);
+      emit(row0 + r0 + 2u * SM, col0 + c0 + 3u * SN, mine, lane);
     }
-    if (EPI > 1u) { emit(row0 + r0 + 2u * SM, col0 + c0, mine, lane); }
-    subgroupMatrixStore<row_major>(&tileC, mine + slot(0u), c30, LDC);
-    if (EPI == 1u) { emit(row0 + r0 + 3u * SM, col0 + c0, mine, lane); }
+    subgroupMatrixStore<row_major>(&tileC, mine, c30, SN);
+    emit(row0 + r0 + 3u * SM, col0 + c0 + 0u * SN, mine, lane);
     if (TN > 1u) {
-      subgroupMatrixStore<row_major>(&tileC, mine + slot(1u), c31, LDC);
-      if (EPI == 1u) { emit(row0 + r0 + 3u * SM, col0 + c0 + 1u * SN, mine, lane); }
+      subgroupMatrixStore<row_major>(&tileC, mine, c31, SN);
+      emit(row0 + r0 + 3u * SM, col0 + c0 + 1u * SN, mine, lane);
     }
     if (TN > 2u) {
-      subgroupMatrixStore<row_major>(&tileC, mine + slot(2u), c32, LDC);
-      if (EPI == 1u) { emit(row0 + r0 + 3u * SM, col0 + c0 + 2u * SN, mine, lane); }
-      subgroupMatrixStore<row_major>(&tileC, mine + slot(3u), c33, LDC);
-      if (EPI == 1u) { emit(row0 + r0 + 3u * SM, col0 + c0 + 3u * SN, mine, lane); }
+      subgroupMatrixStore<row_major>(&tileC, mine, c32, SN);
+      emit(row0 + r0 + 3u * SM, col0 + c0 + 2u * SN, mine, lane);
+      subgroupMatrixStore<row_major>(&tileC, mine, c33, SN);
+      emit(row0 + r0 + 3u * SM, col0 + c0 + 3u * SN, mine, lane);
     }
-    if (EPI > 1u) { emit(row0 + r0 + 3u * SM, col0 + c0, mine, lane); }
   }
 }

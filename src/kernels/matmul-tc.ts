@@ -29,8 +29,8 @@ export interface TcTile {
 }
 
 /** Named by their outputs with 16 x 16 fragments (the H200's), k<slice depth>, d where two slices are staged, and
- * g<wgm>x<wgn> where the subgroups are not 2 x 2 ... of 4 x 4 fragments each (the first tiles, measured on
- * 2026-12-02..05; the g tiles, 8 and 16 subgroups of fewer fragments and 64-deep slices, since 2026-12-06). */
+ * g<wgm>x<wgn> where the subgroups are not 2 x 2 ones of 4 x 4 fragments each (16 subgroups of 2 x 2, 8 of 4 x 2: the
+ * two of 2026-12-06's candidates that came near the default tile on an H100, 1.0x and 0.97x its time with f16 x). */
 export const TC_TILES = {
   '128x128k16': { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 1 },
   '128x128k32': { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 32, stages: 1 },
@@ -44,22 +44,14 @@ export const TC_TILES = {
   '256x128k16d': { wgm: 4, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 2 },
   '128x256k16d': { wgm: 2, wgn: 4, tm: 4, tn: 4, kt: 16, stages: 2 },
   '64x128k16d': { wgm: 1, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 2 },
-  '128x128k32g2x4': { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 32, stages: 1 },
-  '128x128k32g4x2': { wgm: 4, wgn: 2, tm: 2, tn: 4, kt: 32, stages: 1 },
-  '128x128k64g2x4': { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 64, stages: 1 },
-  '128x128k64g4x2': { wgm: 4, wgn: 2, tm: 2, tn: 4, kt: 64, stages: 1 },
-  '128x128k32g2x4d': { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 32, stages: 2 },
-  '128x128k16g4x4': { wgm: 4, wgn: 4, tm: 2, tn: 2, kt: 16, stages: 1 },
   '128x128k32g4x4': { wgm: 4, wgn: 4, tm: 2, tn: 2, kt: 32, stages: 1 },
-  '128x256k32g2x4': { wgm: 2, wgn: 4, tm: 4, tn: 4, kt: 32, stages: 1 },
-  '256x128k32g4x2': { wgm: 4, wgn: 2, tm: 4, tn: 4, kt: 32, stages: 1 },
-  '64x128k32g2x2': { wgm: 2, wgn: 2, tm: 2, tn: 4, kt: 32, stages: 1 },
-  '64x128k64g2x4': { wgm: 2, wgn: 4, tm: 2, tn: 2, kt: 64, stages: 1 },
+  '128x128k64g2x4': { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 64, stages: 1 },
 } as const satisfies Record<string, TcTile>;
 export type TcTileName = keyof typeof TC_TILES;
 
-/** Staged tiles are padded by this many f16 a row (must match PAD in the shader). */
+/** Staged rows are padded by this many f16, except rows along K of 16-deep slices (as PAD and PAD_K in the shader). */
 const PAD = 8;
+const padK = (kt: number) => (kt === 16 ? 0 : PAD);
 
 export interface TcShape {
   M: number;
@@ -76,28 +68,14 @@ export interface TcPlan {
   /** Outputs per workgroup. */
   bm: number;
   bn: number;
-  /** Fragments a subgroup emits at a time (tcEpilogueFragments). */
-  epi: number;
 }
 
-/** Bytes of the staged slices of a tile (op(a) and op(b), each padded). */
-function stagedBytes(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig): number {
+/** Bytes of workgroup memory a tile takes (staged slices of op(a) and op(b), and one result fragment per subgroup). */
+export function tcTileBytes(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig): number {
   const [bm, bn] = [t.wgm * t.tm * c.M, t.wgn * t.tn * c.N];
-  const a = shape.transA ? t.kt * (bm + PAD) : bm * (t.kt + PAD);
-  const b = shape.transB ? bn * (t.kt + PAD) : t.kt * (bn + PAD);
-  return 2 * t.stages * (a + b);
-}
-
-/** Fragments a subgroup passes through the epilogue at a time: a whole row (tn) where the workgroup memory holds it
- * next to the staged slices, else one. */
-export function tcEpilogueFragments(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig, limit: number): number {
-  const row = 4 * t.wgm * t.wgn * t.tn * c.M * c.N;
-  return stagedBytes(t, shape, c) + row <= limit ? t.tn : 1;
-}
-
-/** Bytes of workgroup memory a tile takes (staged slices, and epi result fragments per subgroup). */
-export function tcTileBytes(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig, epi = 1): number {
-  return stagedBytes(t, shape, c) + 4 * t.wgm * t.wgn * epi * c.M * c.N;
+  const a = shape.transA ? t.kt * (bm + PAD) : bm * (t.kt + padK(t.kt));
+  const b = shape.transB ? bn * (t.kt + padK(t.kt)) : t.kt * (bn + PAD);
+  return 2 * t.stages * (a + b) + 4 * t.wgm * t.wgn * c.M * c.N;
 }
 
 /** Why the device cannot run tensor-core products at all, or null when it can. */
@@ -140,12 +118,11 @@ export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultT
   if (!unitsOk(bm * t.kt) || !unitsOk(bn * t.kt)) return `tile ${tile} does not divide into 1, 2, 4 or 8 vec4 loads for each of ${threads} threads`;
   if (threads > gpu.limits.maxComputeInvocationsPerWorkgroup) return `tile ${tile} needs ${threads} invocations`;
   const limit = gpu.limits.maxComputeWorkgroupStorageSize;
-  const epi = tcEpilogueFragments(t, s, config, limit);
-  const bytes = tcTileBytes(t, s, config, epi);
+  const bytes = tcTileBytes(t, s, config);
   if (bytes > limit) return `tile ${tile} needs ${bytes} bytes of workgroup memory (limit ${limit})`;
   const maxWg = gpu.limits.maxComputeWorkgroupsPerDimension;
   if (ceilDiv(s.N, bn) > maxWg || ceilDiv(s.M, bm) > maxWg) return `${s.M}x${s.N} needs more than ${maxWg} workgroups a dimension`;
-  return { tile, config, subgroupSize, bm, bn, epi };
+  return { tile, config, subgroupSize, bm, bn };
 }
 
 /** Per device and slice depth (0: any): the adapter's configs never change, and matmul asks on every call. */
@@ -344,7 +321,7 @@ export function dispatchTensorCore(gpu: Gpu, plan: TcPlan, a: Tensor, b: Tensor,
       enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
       aliases: { TA: A.dtype, TB: b.dtype, AV: VA === 4 ? `vec4<${A.dtype}>` : A.dtype, BV: VB === 4 ? `vec4<${b.dtype}>` : b.dtype },
       consts: {
-        SM, SN, SK, WGM: t.wgm, WGN: t.wgn, TM: t.tm, TN: t.tn, EPI: plan.epi, SG: plan.subgroupSize, KT: t.kt, STAGES: t.stages, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB,
+        SM, SN, SK, WGM: t.wgm, WGN: t.wgn, TM: t.tm, TN: t.tn, SG: plan.subgroupSize, KT: t.kt, STAGES: t.stages, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB,
         FILL_SCALE_A: sa !== null, FILL_SCALE_B: sb !== null,
       },
     },
