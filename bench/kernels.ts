@@ -232,9 +232,10 @@ export function kernelCases(quick: boolean): Case[] {
   cases.push(...softmaxCases(4096, 1024), ...softmaxCases(256, VOCAB));
   for (const rows of [1, 64, 256]) cases.push(sampleCase(rows, VOCAB));
   cases.push(...otherCases(1 << 24, 8192, 1024, 4096));
-  // tensor cores: every tile at 4096^3 and two training shapes, then matmul's default tile on the model's products
+  // tensor cores: every tile at 4096^3 and three training shapes, then matmul's default tile on the model's products
   for (const tile of Object.keys(TC_TILES) as TcTileName[]) {
     cases.push(tcCase('xWt', 4096, 4096, 4096, 'f16', tile), tcCase('xWt', 8192, 3072, 1024, 'f16w', tile), tcCase('xWt', 8192, 1024, 3072, 'f16w', tile));
+    cases.push(tcCase('AB', 8192, 1024, 3072, 'f16w', tile)); // dx = dy·W of down_proj
   }
   cases.push(tcCase('xWt', 4096, 4096, 4096, 'f16'), tcCase('xWt', 4096, 4096, 4096, 'f16w'));
   for (const M of [2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase('xWt', M, N, K, 'f16w'));

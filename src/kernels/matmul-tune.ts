@@ -128,6 +128,9 @@ async function syncSeconds(gpu: Gpu): Promise<number> {
   return times.sort((x, y) => x - y)[2]!;
 }
 
+/** Milliseconds of untimed work before a shape's candidates are timed. */
+const WARM_MS = 400;
+
 /** GPU seconds per call of each of `runs`, in their order: each round records its calls first and then submits them and waits,
  * so the host's recording is not timed (the rollout records ahead while the GPU runs); calls per round grow 4x
  * until a round takes roundS. The rounds go round-robin over the candidates (a clock that drifts slows them all
@@ -139,6 +142,10 @@ async function timeCandidates(gpu: Gpu, runs: readonly (() => void)[], wait: num
     await gpu.sync();
     return Math.max((performance.now() - t0) / 1000 - wait, 1e-9);
   };
+  // Steady work first: an idle GPU runs at a fraction of its clock and takes about 300 ms of work to reach it (H100,
+  // 2026-12-06), so the first candidates' calibration and rounds would otherwise run slow.
+  const w0 = performance.now();
+  while (performance.now() - w0 < WARM_MS) await round(runs[0]!, 4);
   const calls: number[] = [];
   for (const run of runs) {
     let n = 1;
