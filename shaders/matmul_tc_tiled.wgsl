@@ -13,17 +13,16 @@
 //   small values (gradients) to zero; the fill multiplies them in (FILL_SCALE_A / _B) and the epilogue divides
 //   them back out, exactly. An f16 a may come already scaled (x·Wᵀ's x cast once, absmax_scale.wgsl rows_f16):
 //   then only the epilogue divides. The prefetched slice stays in the storage type (vec4<f16>: half the registers).
-// - Each subgroup owns TM x TN fragments of SM x SN (1, 2 or 4 each way), held in named accumulators c00..c33
-//   (those past TM x TN are never touched): an array of 8 or more subgroup matrices indexed in loops is kept in
-//   local memory on the H200 (30 TFLOP/s against 630 for named ones, bench/tc-probe.mjs), so the fragment loops
-//   are written out, each step guarded by a constant condition the compiler folds.
-// - The epilogue passes each fragment through workgroup memory so that bounds checks, the scales, alpha and
-//   accumulation happen per element. Workgroup memory is what limits speed here: on an H100 the default tile
-//   ran 1.6x slower with 16 KiB more of it declared (unused), and 1.6x slower with a whole row of fragments
-//   through the epilogue at a time (bench/RESULTS.md, 2026-12-06), so the staged rows along K of 16-deep slices
-//   go unpadded (their 2-way bank conflicts cost less: 0.89x the time) and the epilogue takes one fragment.
-// Variant consts: SM, SN, SK (the subgroup matrix config), WGM x WGN subgroups, TM x TN fragments each, SG
-// (subgroup size), KT
+// - Each subgroup owns 4 x 4 fragments of SM x SN, held in sixteen named accumulators: an array of 8 or
+//   more subgroup matrices indexed in loops is kept in local memory on the H200 (30 TFLOP/s against 630
+//   for named ones, bench/tc-probe.mjs), so the fragment loops are written out.
+// - The epilogue passes each fragment through workgroup memory so that bounds checks, the scales, alpha
+//   and accumulation happen per element.
+// - Workgroup memory is what limits speed here: on an H100 the default tile ran 1.8x slower with 16 KiB more of it
+//   declared (unused; 8 KiB more cost nothing), and 1.6x slower with a whole row of fragments through the epilogue
+//   at a time (bench/RESULTS.md, 2026-12-06), so the staged rows along K of 16-deep slices go unpadded (their
+//   2-way bank conflicts cost less: 0.89x the time) and the epilogue takes one fragment at a time.
+// Variant consts: SM, SN, SK (the subgroup matrix config), WGM x WGN subgroups, SG (subgroup size), KT
 // (slice depth, a multiple of SK), STAGES (slices staged: 1 or 2), TRANS_A, TRANS_B, VA, VB (elements per load of a / b: 4 when
 // the stored-contiguous dimension is a multiple of 4, else 1), FILL_SCALE_A, FILL_SCALE_B (the fill multiplies
 // the operand by its scales: f32 operands); aliases TA, TB (f32 or f16) and AV, BV (vec4<TA> / TA: what one
@@ -42,7 +41,8 @@ alias Left = subgroup_matrix_left<f16, SK, SM>;
 alias Right = subgroup_matrix_right<f16, SN, SK>;
 alias Acc = subgroup_matrix_result<f32, SN, SM>;
 
-const_assert (TM == 1u || TM == 2u || TM == 4u) && (TN == 1u || TN == 2u || TN == 4u);
+const TM = 4u;  // fragments per subgroup along M and N (the named accumulators c00..c33 below)
+const TN = 4u;
 
 const THREADS = WGM * WGN * SG;
 const BM = WGM * TM * SM;  // rows of out per workgroup
@@ -256,31 +256,29 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
     let bb = s * B_TILE;
     for (var kk = 0u; kk < KT; kk += SK) {
       let a0 = fragmentA(ba + aAt(r0, kk));
-      var a1 = a0;
-      var a2 = a0;
-      var a3 = a0;
-      if (TM > 1u) { a1 = fragmentA(ba + aAt(r0 + 1u * SM, kk)); }
-      if (TM > 2u) { a2 = fragmentA(ba + aAt(r0 + 2u * SM, kk)); a3 = fragmentA(ba + aAt(r0 + 3u * SM, kk)); }
+      let a1 = fragmentA(ba + aAt(r0 + 1u * SM, kk));
+      let a2 = fragmentA(ba + aAt(r0 + 2u * SM, kk));
+      let a3 = fragmentA(ba + aAt(r0 + 3u * SM, kk));
       var b = fragmentB(bb + bAt(c0, kk));
       c00 = subgroupMatrixMultiplyAccumulate(a0, b, c00);
-      if (TM > 1u) { c10 = subgroupMatrixMultiplyAccumulate(a1, b, c10); }
-      if (TM > 2u) { c20 = subgroupMatrixMultiplyAccumulate(a2, b, c20); c30 = subgroupMatrixMultiplyAccumulate(a3, b, c30); }
-      if (TN > 1u) {
-        b = fragmentB(bb + bAt(c0 + 1u * SN, kk));
-        c01 = subgroupMatrixMultiplyAccumulate(a0, b, c01);
-        if (TM > 1u) { c11 = subgroupMatrixMultiplyAccumulate(a1, b, c11); }
-        if (TM > 2u) { c21 = subgroupMatrixMultiplyAccumulate(a2, b, c21); c31 = subgroupMatrixMultiplyAccumulate(a3, b, c31); }
-      }
-      if (TN > 2u) {
-        b = fragmentB(bb + bAt(c0 + 2u * SN, kk));
-        c02 = subgroupMatrixMultiplyAccumulate(a0, b, c02);
-        if (TM > 1u) { c12 = subgroupMatrixMultiplyAccumulate(a1, b, c12); }
-        if (TM > 2u) { c22 = subgroupMatrixMultiplyAccumulate(a2, b, c22); c32 = subgroupMatrixMultiplyAccumulate(a3, b, c32); }
-        b = fragmentB(bb + bAt(c0 + 3u * SN, kk));
-        c03 = subgroupMatrixMultiplyAccumulate(a0, b, c03);
-        if (TM > 1u) { c13 = subgroupMatrixMultiplyAccumulate(a1, b, c13); }
-        if (TM > 2u) { c23 = subgroupMatrixMultiplyAccumulate(a2, b, c23); c33 = subgroupMatrixMultiplyAccumulate(a3, b, c33); }
-      }
+      c10 = subgroupMatrixMultiplyAccumulate(a1, b, c10);
+      c20 = subgroupMatrixMultiplyAccumulate(a2, b, c20);
+      c30 = subgroupMatrixMultiplyAccumulate(a3, b, c30);
+      b = fragmentB(bb + bAt(c0 + 1u * SN, kk));
+      c01 = subgroupMatrixMultiplyAccumulate(a0, b, c01);
+      c11 = subgroupMatrixMultiplyAccumulate(a1, b, c11);
+      c21 = subgroupMatrixMultiplyAccumulate(a2, b, c21);
+      c31 = subgroupMatrixMultiplyAccumulate(a3, b, c31);
+      b = fragmentB(bb + bAt(c0 + 2u * SN, kk));
+      c02 = subgroupMatrixMultiplyAccumulate(a0, b, c02);
+      c12 = subgroupMatrixMultiplyAccumulate(a1, b, c12);
+      c22 = subgroupMatrixMultiplyAccumulate(a2, b, c22);
+      c32 = subgroupMatrixMultiplyAccumulate(a3, b, c32);
+      b = fragmentB(bb + bAt(c0 + 3u * SN, kk));
+      c03 = subgroupMatrixMultiplyAccumulate(a0, b, c03);
+      c13 = subgroupMatrixMultiplyAccumulate(a1, b, c13);
+      c23 = subgroupMatrixMultiplyAccumulate(a2, b, c23);
+      c33 = subgroupMatrixMultiplyAccumulate(a3, b, c33);
     }
     if (STAGES == 2u) {
       if (k0 + KT < p.K) { fill(row0, col0, k0 + KT, lid, 1u - s); }
@@ -292,54 +290,34 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   let mine = sid * FRAG;
   subgroupMatrixStore<row_major>(&tileC, mine, c00, SN);
   emit(row0 + r0 + 0u * SM, col0 + c0 + 0u * SN, mine, lane);
-  if (TN > 1u) {
-    subgroupMatrixStore<row_major>(&tileC, mine, c01, SN);
-    emit(row0 + r0 + 0u * SM, col0 + c0 + 1u * SN, mine, lane);
-  }
-  if (TN > 2u) {
-    subgroupMatrixStore<row_major>(&tileC, mine, c02, SN);
-    emit(row0 + r0 + 0u * SM, col0 + c0 + 2u * SN, mine, lane);
-    subgroupMatrixStore<row_major>(&tileC, mine, c03, SN);
-    emit(row0 + r0 + 0u * SM, col0 + c0 + 3u * SN, mine, lane);
-  }
-  if (TM > 1u) {
-    subgroupMatrixStore<row_major>(&tileC, mine, c10, SN);
-    emit(row0 + r0 + 1u * SM, col0 + c0 + 0u * SN, mine, lane);
-    if (TN > 1u) {
-      subgroupMatrixStore<row_major>(&tileC, mine, c11, SN);
-      emit(row0 + r0 + 1u * SM, col0 + c0 + 1u * SN, mine, lane);
-    }
-    if (TN > 2u) {
-      subgroupMatrixStore<row_major>(&tileC, mine, c12, SN);
-      emit(row0 + r0 + 1u * SM, col0 + c0 + 2u * SN, mine, lane);
-      subgroupMatrixStore<row_major>(&tileC, mine, c13, SN);
-      emit(row0 + r0 + 1u * SM, col0 + c0 + 3u * SN, mine, lane);
-    }
-  }
-  if (TM > 2u) {
-    subgroupMatrixStore<row_major>(&tileC, mine, c20, SN);
-    emit(row0 + r0 + 2u * SM, col0 + c0 + 0u * SN, mine, lane);
-    if (TN > 1u) {
-      subgroupMatrixStore<row_major>(&tileC, mine, c21, SN);
-      emit(row0 + r0 + 2u * SM, col0 + c0 + 1u * SN, mine, lane);
-    }
-    if (TN > 2u) {
-      subgroupMatrixStore<row_major>(&tileC, mine, c22, SN);
-      emit(row0 + r0 + 2u * SM, col0 + c0 + 2u * SN, mine, lane);
-      subgroupMatrixStore<row_major>(&tileC, mine, c23, SN);
-      emit(row0 + r0 + 2u * SM, col0 + c0 + 3u * SN, mine, lane);
-    }
-    subgroupMatrixStore<row_major>(&tileC, mine, c30, SN);
-    emit(row0 + r0 + 3u * SM, col0 + c0 + 0u * SN, mine, lane);
-    if (TN > 1u) {
-      subgroupMatrixStore<row_major>(&tileC, mine, c31, SN);
-      emit(row0 + r0 + 3u * SM, col0 + c0 + 1u * SN, mine, lane);
-    }
-    if (TN > 2u) {
-      subgroupMatrixStore<row_major>(&tileC, mine, c32, SN);
-      emit(row0 + r0 + 3u * SM, col0 + c0 + 2u * SN, mine, lane);
-      subgroupMatrixStore<row_major>(&tileC, mine, c33, SN);
-      emit(row0 + r0 + 3u * SM, col0 + c0 + 3u * SN, mine, lane);
-    }
-  }
+  subgroupMatrixStore<row_major>(&tileC, mine, c01, SN);
+  emit(row0 + r0 + 0u * SM, col0 + c0 + 1u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c02, SN);
+  emit(row0 + r0 + 0u * SM, col0 + c0 + 2u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c03, SN);
+  emit(row0 + r0 + 0u * SM, col0 + c0 + 3u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c10, SN);
+  emit(row0 + r0 + 1u * SM, col0 + c0 + 0u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c11, SN);
+  emit(row0 + r0 + 1u * SM, col0 + c0 + 1u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c12, SN);
+  emit(row0 + r0 + 1u * SM, col0 + c0 + 2u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c13, SN);
+  emit(row0 + r0 + 1u * SM, col0 + c0 + 3u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c20, SN);
+  emit(row0 + r0 + 2u * SM, col0 + c0 + 0u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c21, SN);
+  emit(row0 + r0 + 2u * SM, col0 + c0 + 1u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c22, SN);
+  emit(row0 + r0 + 2u * SM, col0 + c0 + 2u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c23, SN);
+  emit(row0 + r0 + 2u * SM, col0 + c0 + 3u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c30, SN);
+  emit(row0 + r0 + 3u * SM, col0 + c0 + 0u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c31, SN);
+  emit(row0 + r0 + 3u * SM, col0 + c0 + 1u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c32, SN);
+  emit(row0 + r0 + 3u * SM, col0 + c0 + 2u * SN, mine, lane);
+  subgroupMatrixStore<row_major>(&tileC, mine, c33, SN);
+  emit(row0 + r0 + 3u * SM, col0 + c0 + 3u * SN, mine, lane);
 }

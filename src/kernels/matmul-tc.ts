@@ -16,39 +16,35 @@ import { Uniforms, u32s } from '../gpu/uniforms.ts';
 import { ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
 
-/** A workgroup tile: wgm x wgn subgroups of tm x tn fragments each (1, 2 or 4 a side; 4 x 4: 64 x 64 outputs with
- * 16 x 16 fragments) and kt-deep slices of op(a)/op(b) in workgroup memory, one staged at a time or two (stages:
- * the next staged while the current is multiplied, one barrier a slice instead of two). */
+/** A workgroup tile: wgm x wgn subgroups of 4 x 4 fragments each (64 x 64 outputs with 16 x 16 fragments)
+ * and kt-deep slices of op(a)/op(b) in workgroup memory, one staged at a time or two (stages: the next staged
+ * while the current is multiplied, one barrier a slice instead of two). */
 export interface TcTile {
   wgm: number;
   wgn: number;
-  tm: number;
-  tn: number;
   kt: number;
   stages: 1 | 2;
 }
 
-/** Named by their outputs with 16 x 16 fragments (the H200's), k<slice depth>, d where two slices are staged, and
- * g<wgm>x<wgn> where the subgroups are not 2 x 2 ones of 4 x 4 fragments each (16 subgroups of 2 x 2, 8 of 4 x 2: the
- * two of 2026-12-06's candidates that came near the default tile on an H100, 1.0x and 0.97x its time with f16 x). */
+/** Named by their outputs with 16 x 16 fragments (the H200's), k<slice depth>, and d where two slices are staged. */
 export const TC_TILES = {
-  '128x128k16': { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 1 },
-  '128x128k32': { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 32, stages: 1 },
-  '256x128k16': { wgm: 4, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 1 },
-  '128x256k16': { wgm: 2, wgn: 4, tm: 4, tn: 4, kt: 16, stages: 1 },
-  '64x128k16': { wgm: 1, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 1 },
-  '128x64k16': { wgm: 2, wgn: 1, tm: 4, tn: 4, kt: 16, stages: 1 },
-  '64x64k16': { wgm: 1, wgn: 1, tm: 4, tn: 4, kt: 16, stages: 1 },
-  '128x128k16d': { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 2 },
-  '128x128k32d': { wgm: 2, wgn: 2, tm: 4, tn: 4, kt: 32, stages: 2 },
-  '256x128k16d': { wgm: 4, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 2 },
-  '128x256k16d': { wgm: 2, wgn: 4, tm: 4, tn: 4, kt: 16, stages: 2 },
-  '64x128k16d': { wgm: 1, wgn: 2, tm: 4, tn: 4, kt: 16, stages: 2 },
-  '128x128k32g4x4': { wgm: 4, wgn: 4, tm: 2, tn: 2, kt: 32, stages: 1 },
-  '128x128k64g2x4': { wgm: 2, wgn: 4, tm: 4, tn: 2, kt: 64, stages: 1 },
+  '128x128k16': { wgm: 2, wgn: 2, kt: 16, stages: 1 },
+  '128x128k32': { wgm: 2, wgn: 2, kt: 32, stages: 1 },
+  '256x128k16': { wgm: 4, wgn: 2, kt: 16, stages: 1 },
+  '128x256k16': { wgm: 2, wgn: 4, kt: 16, stages: 1 },
+  '64x128k16': { wgm: 1, wgn: 2, kt: 16, stages: 1 },
+  '128x64k16': { wgm: 2, wgn: 1, kt: 16, stages: 1 },
+  '64x64k16': { wgm: 1, wgn: 1, kt: 16, stages: 1 },
+  '128x128k16d': { wgm: 2, wgn: 2, kt: 16, stages: 2 },
+  '128x128k32d': { wgm: 2, wgn: 2, kt: 32, stages: 2 },
+  '256x128k16d': { wgm: 4, wgn: 2, kt: 16, stages: 2 },
+  '128x256k16d': { wgm: 2, wgn: 4, kt: 16, stages: 2 },
+  '64x128k16d': { wgm: 1, wgn: 2, kt: 16, stages: 2 },
 } as const satisfies Record<string, TcTile>;
 export type TcTileName = keyof typeof TC_TILES;
 
+/** Fragments per subgroup along M and N (the shader's named accumulators). */
+const FRAGS = 4;
 /** Staged rows are padded by this many f16, except rows along K of 16-deep slices (as PAD and PAD_K in the shader). */
 const PAD = 8;
 const padK = (kt: number) => (kt === 16 ? 0 : PAD);
@@ -72,7 +68,7 @@ export interface TcPlan {
 
 /** Bytes of workgroup memory a tile takes (staged slices of op(a) and op(b), and one result fragment per subgroup). */
 export function tcTileBytes(t: TcTile, shape: Pick<TcShape, 'transA' | 'transB'>, c: SubgroupMatrixConfig): number {
-  const [bm, bn] = [t.wgm * t.tm * c.M, t.wgn * t.tn * c.N];
+  const [bm, bn] = [t.wgm * FRAGS * c.M, t.wgn * FRAGS * c.N];
   const a = shape.transA ? t.kt * (bm + PAD) : bm * (t.kt + padK(t.kt));
   const b = shape.transB ? bn * (t.kt + padK(t.kt)) : t.kt * (bn + PAD);
   return 2 * t.stages * (a + b) + 4 * t.wgm * t.wgn * c.M * c.N;
@@ -91,19 +87,23 @@ export function tensorCoreUnavailable(gpu: Gpu): string | null {
   return null;
 }
 
-/** The default tile for an M x N product: the largest whose workgroups still cover a big GPU (132 SMs on an H200);
- * 32-deep slices for dy·W (b [K, N]), which `troupe tune` found 1.01-1.08x faster at 2048-8192 rows on every
- * Qwen3-0.6B projection and 1.5x on lm_head's (H200, 2026-12-04). */
-export function defaultTcTile(M: number, N: number, transB = true): TcTileName {
+/** Depth from which dy·W (b [K, N]) takes 32-deep slices: `troupe tune` found them 1.5x faster on lm_head's dy·W
+ * (K 151936, H200, 2026-12-04: half the barriers of a long K loop), while at a projection's depth the 16-deep tile,
+ * unpadded since 2026-12-06, is 1.05-1.08x faster (down_proj dy·W, H100). */
+const DEEP_K = 16384;
+
+/** The default tile for an M x N x K product: the largest whose workgroups still cover a big GPU (132 SMs on an H200);
+ * 32-deep slices for dy·W over a long K (DEEP_K). */
+export function defaultTcTile(M: number, N: number, K: number, transB = true): TcTileName {
   const enough = (bm: number, bn: number) => ceilDiv(M, bm) * ceilDiv(N, bn) >= 128;
-  if (enough(128, 128)) return transB ? '128x128k16' : '128x128k32';
+  if (enough(128, 128)) return transB || K < DEEP_K ? '128x128k16' : '128x128k32';
   if (enough(64, 128) && N >= M) return '64x128k16';
   if (enough(128, 64)) return '128x64k16';
   return '64x64k16';
 }
 
 /** How a product runs on tensor cores here, or the reason it cannot. */
-export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultTcTile(s.M, s.N, s.transB)): TcPlan | string {
+export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultTcTile(s.M, s.N, s.K, s.transB)): TcPlan | string {
   const why = tensorCoreUnavailable(gpu);
   if (why) return why;
   const t: TcTile = TC_TILES[tile];
@@ -112,14 +112,13 @@ export function tensorCorePlan(gpu: Gpu, s: TcShape, tile: TcTileName = defaultT
   // The largest f16 -> f32 fragments whose depth divides the slice.
   const config = largestConfig(gpu, t.kt);
   if (!config) return `no subgroup matrix config fits tile ${tile}`;
-  const [bm, bn] = [t.wgm * t.tm * config.M, t.wgn * t.tn * config.N];
+  const [bm, bn] = [t.wgm * FRAGS * config.M, t.wgn * FRAGS * config.N];
   // With vec4 loads each thread makes 1, 2, 4 or 8 of each slice (the shader's named registers).
   const unitsOk = (n: number) => n % (4 * threads) === 0 && [1, 2, 4, 8].includes(n / (4 * threads));
   if (!unitsOk(bm * t.kt) || !unitsOk(bn * t.kt)) return `tile ${tile} does not divide into 1, 2, 4 or 8 vec4 loads for each of ${threads} threads`;
   if (threads > gpu.limits.maxComputeInvocationsPerWorkgroup) return `tile ${tile} needs ${threads} invocations`;
-  const limit = gpu.limits.maxComputeWorkgroupStorageSize;
   const bytes = tcTileBytes(t, s, config);
-  if (bytes > limit) return `tile ${tile} needs ${bytes} bytes of workgroup memory (limit ${limit})`;
+  if (bytes > gpu.limits.maxComputeWorkgroupStorageSize) return `tile ${tile} needs ${bytes} bytes of workgroup memory (limit ${gpu.limits.maxComputeWorkgroupStorageSize})`;
   const maxWg = gpu.limits.maxComputeWorkgroupsPerDimension;
   if (ceilDiv(s.N, bn) > maxWg || ceilDiv(s.M, bm) > maxWg) return `${s.M}x${s.N} needs more than ${maxWg} workgroups a dimension`;
   return { tile, config, subgroupSize, bm, bn };
@@ -161,9 +160,6 @@ const DIRECT_SUBGROUPS = 768;
 const DIRECT_MAX_KS = 8;
 /** The least depth a subgroup of matmul_tc_direct keeps (8 steps of 16). */
 const DIRECT_MIN_KPART = 128;
-
-/** Fragments per subgroup along M and N in matmul_tc_direct (its named accumulators). */
-const FRAGS = 4;
 
 /** Rows of x as matmul_tc_direct reads it: M padded to whole tiles of FRAGS fragments. */
 function directPaddedRows(M: number, config: SubgroupMatrixConfig): number {
@@ -321,7 +317,7 @@ export function dispatchTensorCore(gpu: Gpu, plan: TcPlan, a: Tensor, b: Tensor,
       enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
       aliases: { TA: A.dtype, TB: b.dtype, AV: VA === 4 ? `vec4<${A.dtype}>` : A.dtype, BV: VB === 4 ? `vec4<${b.dtype}>` : b.dtype },
       consts: {
-        SM, SN, SK, WGM: t.wgm, WGN: t.wgn, TM: t.tm, TN: t.tn, SG: plan.subgroupSize, KT: t.kt, STAGES: t.stages, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB,
+        SM, SN, SK, WGM: t.wgm, WGN: t.wgn, SG: plan.subgroupSize, KT: t.kt, STAGES: t.stages, TRANS_A: s.transA, TRANS_B: s.transB, VA, VB,
         FILL_SCALE_A: sa !== null, FILL_SCALE_B: sb !== null,
       },
     },
