@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The tiled tensor-core kernel's subgroup layouts on the GPU machine in one call: matmul-tc.test.ts (every tile of
+# The tiled tensor-core kernel's tiles on the GPU machine in one call: matmul-tc.test.ts (every tile of
 # TC_TILES against the CPU reference; bundled first: node scripts/device-tests.mjs .device/tests
 # test/kernels/matmul-tc.test.ts), the attention version-3 diagnostic (test/device/attention-tc-diagnose.ts, bundled
 # into .device/diag), `node bench/tc-probe.mjs parts` (where a tile's time goes), then the sweep of the given tile
