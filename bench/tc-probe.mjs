@@ -6,7 +6,9 @@
 // 4 x 4 named accumulators load their fragments straight from storage, no workgroup memory.
 // `parts`: shaders/matmul_tc_tiled.wgsl at 8192x3072x1024 (f32 x, f16 W), whole and with its workgroup-memory
 // fill, its products or its K-loop barriers cut out, to see which part costs the time (without the epilogue
-// nothing is written and the compiler drops the whole kernel, so that cut is not offered).
+// nothing is written and the compiler drops the whole kernel, so that cut is not offered). `layout`: the same kernel
+// with its row padding changed, unused workgroup memory declared, or its results stored straight to out. `ramp`:
+// how long the GPU takes from idle to its clock. Times are GPU timestamps after WARM_MS (env, default 400) of work.
 //   usage (GPU machine): node bench/tc-probe.mjs [registers|direct|parts|ramp|layout]
 import { create, globals } from 'webgpu';
 
