@@ -107,7 +107,7 @@ var<workgroup> pds: array<f16, NSG * 2u * FRAG>;     // a subgroup's Pᵀ then d
 var<workgroup> rowTok: array<u32, QT>;
 var<workgroup> rowStart: array<u32, QT>;
 var<workgroup> rowStat: array<vec2f, QT>;            // (lse2, D')
-var<workgroup> range2: vec2u;
+var<workgroup> range2: vec4u;  // .xy; a vec4u for the reason keyRange is one in attention_prefill_tc.wgsl
 
 @compute @workgroup_size(THREADS)
 fn dkdv(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @builtin(subgroup_invocation_id) lane: u32,
@@ -124,9 +124,9 @@ fn dkdv(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   if (lid == 0u) {
     // Query rows from the first key's token to the end of the last key's sequence, every head of the group.
     let last = min(key0 + KEYS, p.T) - 1u;
-    range2 = vec2u(key0 * p.group, seqStarts[seq_index(last) + 1u] * p.group);
+    range2 = vec4u(key0 * p.group, seqStarts[seq_index(last) + 1u] * p.group, 0u, 0u);
   }
-  let range = workgroupUniformLoad(&range2);
+  let range = workgroupUniformLoad(&range2).xy;
   let kb = sid * SM * LD;          // this subgroup's K rows (V rows KEYS·LD further)
   let sb = sid * 2u * FRAG;        // its scores in sdp, its probabilities in pds
   var dv0 = Acc(); var dv1 = Acc(); var dv2 = Acc(); var dv3 = Acc();
@@ -256,7 +256,7 @@ const KT = 32u;
 const LDS = KT + 8u;            // row of dS' (f16)
 var<workgroup> sdq: array<f32, NSG * 2u * SM * KT>;  // a subgroup's S then dP' [rows x KT]; in the epilogue its output fragment
 var<workgroup> dsq: array<f16, NSG * SM * LDS>;      // a subgroup's dS' [rows x KT]
-var<workgroup> range1: vec2u;
+var<workgroup> range1: vec4u;  // .xy, as range2
 
 @compute @workgroup_size(THREADS)
 fn dq_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(subgroup_id) sid: u32,
@@ -274,14 +274,14 @@ fn dq_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   if (lid == 0u) {
     // Keys from the first row's sequence start to the last row's token.
     let last = min(flat0 + rows, nRows) - 1u;
-    range1 = vec2u(bitcast<u32>(stats[row_of(flat0, kvh)].z), last / p.group + 1u);
+    range1 = vec4u(bitcast<u32>(stats[row_of(flat0, kvh)].z), last / p.group + 1u, 0u, 0u);
   }
   // q rows, then dO' rows, staged where the key tiles go, each loaded as HD / SK left fragments.
   for (var i = lid; i < rows * NS; i += THREADS) {
     let f = flat0 + i / NS;
     stage_kvs((i / NS) * LD + 4u * (i % NS), select(vec4f(0.0), q[row_of(min(f, nRows - 1u), kvh) * NS + i % NS], f < nRows));
   }
-  let range = workgroupUniformLoad(&range1);
+  let range = workgroupUniformLoad(&range1).xy;
   let rb = sid * SM * LD;
   let q0 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 0u * SK, LD);
   let q1 = subgroupMatrixLoad<Left, row_major>(&kvs, rb + 1u * SK, LD);

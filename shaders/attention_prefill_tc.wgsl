@@ -44,7 +44,10 @@ var<workgroup> kv: array<f16, 2u * KT * LD>;
 const_assert ROWS * LD <= 2u * KT * LD;
 var<workgroup> sTile: array<f32, ROWS * KT>;   // a subgroup's SM x KT scores; in the epilogue its output fragment
 var<workgroup> pTile: array<f16, ROWS * LDP>;
-var<workgroup> keyRange: vec2u;
+// (first key, end) in .xy. A vec4u, not a vec2u: on an H100 this kernel's fragments came out shifted by 4 f16 along
+// the head dimension, 8 bytes, a vec2u's size (bench/RESULTS.md, 2026-12-06); every workgroup variable a multiple of
+// 16 bytes is the suspected cure, not yet run on a GPU.
+var<workgroup> keyRange: vec4u;
 
 fn seq_start(t: u32) -> u32 {
   var lo = 0u;
@@ -94,7 +97,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   if (lid == 0u) {
     // Keys from the start of the first row's sequence to the last row's token (rows are in token order).
     let last = min(flat0 + ROWS, nRows) - 1u;
-    keyRange = vec2u(seq_start(flat0 / p.group), last / p.group + 1u);
+    keyRange = vec4u(seq_start(flat0 / p.group), last / p.group + 1u, 0u, 0u);
   }
   for (var i = lid; i < ROWS * NS; i += THREADS) {
     let f = flat0 + i / NS;
@@ -102,7 +105,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     if (f < nRows) { x = q[row_of(f, kvh) * NS + i % NS] * p.scale2; }
     stage4((i / NS) * LD + 4u * (i % NS), x);
   }
-  let range = workgroupUniformLoad(&keyRange);
+  let range = workgroupUniformLoad(&keyRange).xy;
   let qb = sid * SM * LD;
   let q0 = subgroupMatrixLoad<Left, row_major>(&kv, qb + 0u * SK, LD);
   let q1 = subgroupMatrixLoad<Left, row_major>(&kv, qb + 1u * SK, LD);

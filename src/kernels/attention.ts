@@ -59,17 +59,17 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'p
       return vec4 * (16 * ns + 32 * (ns + 1) + 2 * 4 * 32) + 4 * (2 * 16 + 32 + 2);
     case 'prefill3': {
       // attention_prefill_tc.wgsl with `group` subgroups: f16 K and V tiles of 32 keys (padded rows), f32 scores and
-      // f16 probabilities of 16 rows a subgroup, the key range
+      // f16 probabilities of 16 rows a subgroup, the key range (a vec4u)
       const rows = 16 * group;
-      return 2 * 2 * TC_KEYS * (headDim + 8) + 4 * rows * TC_KEYS + 2 * rows * (TC_KEYS + 8) + 8;
+      return 2 * 2 * TC_KEYS * (headDim + 8) + 4 * rows * TC_KEYS + 2 * rows * (TC_KEYS + 8) + 16;
     }
     case 'dkdv3':
       // attention_backward_tc.wgsl's dkdv with `group` subgroups: f16 K and V rows (32 a subgroup's worth of room), q and
       // dO' rows of a 16-row tile, f32 Sᵀ and dPᵀ and f16 Pᵀ and dS'ᵀ of each subgroup, row metadata
-      return 2 * 2 * 2 * 16 * (headDim + 8) + 2 * 2 * 16 * (headDim + 8) + group * 2 * 256 * (4 + 2) + 16 * (4 + 4 + 8) + 8;
+      return 2 * 2 * 2 * 16 * (headDim + 8) + 2 * 2 * 16 * (headDim + 8) + group * 2 * 256 * (4 + 2) + 16 * (4 + 4 + 8) + 16;
     case 'dq3':
       // its dq_rows: the same K and V room (a key tile of 32), f32 S and dP' of 16 rows x 32 keys and f16 dS' a subgroup
-      return 2 * 2 * 2 * 16 * (headDim + 8) + group * (2 * 16 * TC_KEYS * 4 + 16 * (TC_KEYS + 8) * 2) + 8;
+      return 2 * 2 * 2 * 16 * (headDim + 8) + group * (2 * 16 * TC_KEYS * 4 + 16 * (TC_KEYS + 8) * 2) + 16;
     case 'decode':
       return vec4 * (4 * Math.max(1, Math.floor(headDim / 4)) + 4 * 4 * 32 + 8) + 4 * (128 + 8 + 2);
     case 'decode2': {

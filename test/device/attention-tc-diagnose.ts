@@ -61,7 +61,7 @@ it('diagnose attention version 3', async () => {
   // q staged in an array of its own that no key tile overwrites
   const qApart = (code: string) => {
     const out = code
-      .replace('var<workgroup> keyRange: vec2u;', 'var<workgroup> keyRange: vec2u;\nvar<workgroup> qs: array<f16, ROWS * LD>;')
+      .replace('var<workgroup> keyRange: vec4u;', 'var<workgroup> keyRange: vec4u;\nvar<workgroup> qs: array<f16, ROWS * LD>;')
       .replace('stage4((i / NS) * LD + 4u * (i % NS), x);', 'let at = (i / NS) * LD + 4u * (i % NS); qs[at] = f16(x.x); qs[at + 1u] = f16(x.y); qs[at + 2u] = f16(x.z); qs[at + 3u] = f16(x.w);')
       .replaceAll('(&kv, qb +', '(&qs, qb +');
     if (!out.includes('(&qs, qb +') || !out.includes('qs[at]')) throw new Error('qApart: a substitution missed');
