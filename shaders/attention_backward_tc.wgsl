@@ -254,6 +254,8 @@ fn emit_kv(k0: u32, j: u32, at: u32, kvh: u32, lane: u32, isK: bool) {
 
 const KT = 32u;
 const LDS = KT + 8u;            // row of dS' (f16)
+const KH = KT / (SG / SM);      // keys of a tile a lane (SG / SM lanes a row)
+const_assert SG % SM == 0u && KT % (SG / SM) == 0u;
 var<workgroup> sdq: array<f32, NSG * 2u * SM * KT>;  // a subgroup's S then dP' [rows x KT]; in the epilogue its output fragment
 var<workgroup> dsq: array<f16, NSG * SM * LDS>;      // a subgroup's dS' [rows x KT]
 var<workgroup> range1: vec4u;  // .xy, as range2
@@ -265,8 +267,11 @@ fn dq_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   let rows: u32 = NSG * SM;
   let flat0 = (nwg.x - 1u - wid.x) * rows;   // last rows (most keys) start first
   let nRows = p.T * p.group;
-  // Lane r < SM keeps the state of flat row flat0 + sid·SM + r (rows past the end as the last row).
-  let mine = min(flat0 + sid * SM + lane, nRows - 1u);
+  // Lanes h·SM + r take flat row flat0 + sid·SM + r (rows past the end as the last row), KH of each tile's keys
+  // each, from key (j + r) % KH of their share on: the SG lanes read SG different banks of sdq (rows KT floats apart).
+  let r = lane % SM;
+  let h = lane / SM;
+  let mine = min(flat0 + sid * SM + r, nRows - 1u);
   let stat = stats[row_of(mine, kvh)];
   let rowT = mine / p.group;
   let rowStart = bitcast<u32>(stat.z);
@@ -360,13 +365,12 @@ fn dq_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
     subgroupMatrixStore<row_major>(&sdq, sb + SM * KT, d0, KT);
     subgroupMatrixStore<row_major>(&sdq, sb + SM * KT + SN, d1, KT);
     workgroupBarrier();
-    if (lane < SM) {
-      for (var c = 0u; c < KT; c++) {
-        let key = kb + c;
-        let at = sb + lane * KT + c;
-        let pr = select(0.0, exp2(sdq[at] * p.scale2 - stat.x), key >= rowStart && key <= rowT);
-        dsq[db + lane * LDS + c] = f16(pr * (sdq[at + SM * KT] - dScaled));
-      }
+    for (var j = 0u; j < KH; j++) {
+      let c = h * KH + (j + r) % KH;
+      let key = kb + c;
+      let at = sb + r * KT + c;
+      let pr = select(0.0, exp2(sdq[at] * p.scale2 - stat.x), key >= rowStart && key <= rowT);
+      dsq[db + r * LDS + c] = f16(pr * (sdq[at + SM * KT] - dScaled));
     }
     workgroupBarrier();
     // dQ' += dS'·K over the tile's KT / SK depth steps (K rows row-major).

@@ -5,10 +5,13 @@
 //   rows' q, times the score scale, is staged once as f16 and each subgroup keeps its rows as HD / SK left
 //   fragments (q0..q7, named: an array of subgroup matrices indexed in a loop lives in local memory).
 // - Keys stream through workgroup memory in tiles of KT, f16. S = q·kᵀ of a tile is KT / SN result fragments a
-//   subgroup, stored to workgroup memory, where lane r < SM of the subgroup takes row r's scores: the causal and
-//   sequence masks, the row's max and sum.
+//   subgroup, stored to workgroup memory, where the subgroup's H = SG / SM lanes of row r take KT / H of its scores
+//   each: the causal and sequence masks, the max and sum. Lane h·SM + r reads its share from key (j + r) % KH on, so
+//   that the SG lanes read SG different banks (one lane a row, reading in step, hit one bank 16 times: rows of
+//   scores are KT = 32 floats apart).
 // - Two passes over the keys, so that no output fragment is ever rescaled (a subgroup matrix cannot be scaled row by
-//   row): the first takes each row's max m and sum l (online, in that lane's registers), the second recomputes S,
+//   row): the first takes each row's max m and sum l (online, each lane over its share of the keys, in registers;
+//   the shares are joined through workgroup memory as the second pass starts), the second recomputes S,
 //   writes P = 2^(s − m) / l as f16 and adds P·V into HD / SN result fragments (o0..o7). One more q·kᵀ than a
 //   one-pass flash attention, no rescaling, and the row log-sum-exp falls out of the first pass.
 // - The epilogue passes each output fragment through workgroup memory to o, row by row (rows of another token or
@@ -38,12 +41,16 @@ const NS = HD / 4u;            // vec4 of a head row
 const LD = HD + 8u;            // staged row of q, k or v (f16; padded to stagger banks)
 const LDP = KT + 8u;           // row of P (f16)
 const MASKED = -3.0e38;        // score of a masked key (2^(it − m) is 0)
+const H = SG / SM;             // lanes a row
+const KH = KT / H;             // keys a lane of each tile
+const_assert SG % SM == 0u && KT % H == 0u;
 
 // The K tile then the V tile; before the first tile the ROWS q rows (the same size).
 var<workgroup> kv: array<f16, 2u * KT * LD>;
 const_assert ROWS * LD <= 2u * KT * LD;
 var<workgroup> sTile: array<f32, ROWS * KT>;   // a subgroup's SM x KT scores; in the epilogue its output fragment
 var<workgroup> pTile: array<f16, ROWS * LDP>;
+var<workgroup> shares: array<vec2f, ROWS * H>;  // each lane's (max, sum) over its share of a row's keys
 // (first key, end) in .xy. A vec4u, not a vec2u: on an H100 this kernel's fragments came out shifted by 4 f16 along
 // the head dimension, 8 bytes, a vec2u's size (bench/RESULTS.md, 2026-12-06); every workgroup variable a multiple of
 // 16 bytes is the suspected cure, not yet run on a GPU.
@@ -89,9 +96,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   let kvh = wid.y;
   let flat0 = (nwg.x - 1u - wid.x) * ROWS;   // last rows (most keys under the causal mask) start first
   let nRows = p.T * p.group;
-  // Lane r < SM of subgroup sid keeps the softmax state of flat row flat0 + sid·SM + r; rows past the end are
-  // computed as the last row (their q is zero) and stored nowhere.
-  let mine = flat0 + sid * SM + lane;
+  // Lanes h·SM + r of subgroup sid keep the softmax state of flat row flat0 + sid·SM + r over share h of the keys;
+  // rows past the end are computed as the last row (their q is zero) and stored nowhere.
+  let r = lane % SM;
+  let h = lane / SM;
+  let mine = flat0 + sid * SM + r;
   let rowT = min(mine, nRows - 1u) / p.group;
   let rowStart = seq_start(rowT);
   if (lid == 0u) {
@@ -135,8 +144,20 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     let second = it >= tiles;
     let kb = range.x + (it % tiles) * KT;
     workgroupBarrier();  // the last tile's fragments (and at first the q fragments) are loaded
+    if (it == tiles) { shares[(sid * SM + r) * H + h] = vec2f(m, l); }
     stage_keys(kb, range.y, kvh, second, lid);
     workgroupBarrier();
+    if (it == tiles) {
+      // The row's max and sum over all its keys, from its lanes' shares.
+      let at = (sid * SM + r) * H;
+      var mr = -1.0e30;
+      for (var i = 0u; i < H; i++) { mr = max(mr, shares[at + i].x); }
+      var lr = 0.0;
+      for (var i = 0u; i < H; i++) { lr += shares[at + i].y * exp2(shares[at + i].x - mr); }
+      m = mr;
+      l = lr;
+      invL = 1.0 / l;  // every row sees its own token: l >= 1
+    }
     // S: KT / SN = 2 fragments of SM rows x SN keys, over HD / SK depth steps (k read column-major: key-major rows).
     var s0 = Acc();
     var s1 = Acc();
@@ -159,27 +180,24 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     subgroupMatrixStore<row_major>(&sTile, srow, s0, KT);
     subgroupMatrixStore<row_major>(&sTile, srow + SN, s1, KT);
     workgroupBarrier();
-    if (lane < SM) {
-      let r = srow + lane * KT;
-      if (!second) {
-        var mt = m;
-        for (var c = 0u; c < KT; c++) {
-          let key = kb + c;
-          if (key >= rowStart && key <= rowT) { mt = max(mt, sTile[r + c]); }
-        }
-        l *= exp2(m - mt);
-        m = mt;
-        for (var c = 0u; c < KT; c++) {
-          let key = kb + c;
-          if (key >= rowStart && key <= rowT) { l += exp2(sTile[r + c] - m); }
-        }
-        invL = 1.0 / l;  // every row sees its own token: l >= 1 once the first pass is over
-      } else {
-        for (var c = 0u; c < KT; c++) {
-          let key = kb + c;
-          let s = select(MASKED, sTile[r + c], key >= rowStart && key <= rowT);
-          pTile[prow + lane * LDP + c] = f16(exp2(s - m) * invL);
-        }
+    let sr = srow + r * KT;
+    if (!second) {
+      var mt = m;
+      for (var j = 0u; j < KH; j++) {
+        let c = h * KH + (j + r) % KH;
+        if (kb + c >= rowStart && kb + c <= rowT) { mt = max(mt, sTile[sr + c]); }
+      }
+      l *= exp2(m - mt);
+      m = mt;
+      for (var j = 0u; j < KH; j++) {
+        let c = h * KH + (j + r) % KH;
+        if (kb + c >= rowStart && kb + c <= rowT) { l += exp2(sTile[sr + c] - m); }
+      }
+    } else {
+      for (var j = 0u; j < KH; j++) {
+        let c = h * KH + (j + r) % KH;
+        let s = select(MASKED, sTile[sr + c], kb + c >= rowStart && kb + c <= rowT);
+        pTile[prow + r * LDP + c] = f16(exp2(s - m) * invL);
       }
     }
     if (second) {
@@ -200,7 +218,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     }
   }
 
-  if (lane < SM && mine < nRows) { lse[row_of(mine, kvh)] = (m + log2(l)) * 0.6931471805599453; }
+  if (h == 0u && mine < nRows) { lse[row_of(mine, kvh)] = (m + log2(l)) * 0.6931471805599453; }
   workgroupBarrier();  // the last tile's scores are read
   subgroupMatrixStore<row_major>(&sTile, srow, o0, SN);
   emit(flat0 + sid * SM, 0u, srow, kvh, lane);

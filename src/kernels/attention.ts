@@ -59,9 +59,9 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'p
       return vec4 * (16 * ns + 32 * (ns + 1) + 2 * 4 * 32) + 4 * (2 * 16 + 32 + 2);
     case 'prefill3': {
       // attention_prefill_tc.wgsl with `group` subgroups: f16 K and V tiles of 32 keys (padded rows), f32 scores and
-      // f16 probabilities of 16 rows a subgroup, the key range (a vec4u)
+      // f16 probabilities of 16 rows a subgroup, each lane's (max, sum) with `lanes` lanes a row, the key range (a vec4u)
       const rows = 16 * group;
-      return 2 * 2 * TC_KEYS * (headDim + 8) + 4 * rows * TC_KEYS + 2 * rows * (TC_KEYS + 8) + 16;
+      return 2 * 2 * TC_KEYS * (headDim + 8) + 4 * rows * TC_KEYS + 2 * rows * (TC_KEYS + 8) + 8 * rows * lanes + 16;
     }
     case 'dkdv3':
       // attention_backward_tc.wgsl's dkdv with `group` subgroups: f16 K and V rows (32 a subgroup's worth of room), q and
@@ -144,12 +144,12 @@ export function attentionTcUnavailable(gpu: Gpu, headDim: number, pass: 'prefill
     return 'no 16x16x16 f16 -> f32 subgroup matrix config';
   }
   const sg = gpu.report.subgroups!.maxSize;
-  if (sg < 16) return `subgroups of ${sg} lanes (the kernel needs 16)`;
+  if (sg < 16 || sg % 16) return `subgroups of ${sg} lanes (the kernel needs a multiple of 16)`;
   const subgroups = pass === 'prefill' ? TC_SUBGROUPS : TC_BACKWARD_SUBGROUPS;
   if (subgroups * sg > gpu.limits.maxComputeInvocationsPerWorkgroup) return `${subgroups * sg} invocations a workgroup over the limit`;
   const kernels = pass === 'prefill' ? (['prefill3'] as const) : (['dkdv3', 'dq3'] as const);
   for (const kernel of kernels) {
-    const bytes = workgroupBytes(kernel, headDim, subgroups);
+    const bytes = workgroupBytes(kernel, headDim, subgroups, sg / 16);
     if (bytes > gpu.limits.maxComputeWorkgroupStorageSize) return `${kernel}: ${bytes} bytes of workgroup memory (limit ${gpu.limits.maxComputeWorkgroupStorageSize})`;
   }
   return null;
