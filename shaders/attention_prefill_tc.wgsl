@@ -51,9 +51,9 @@ const_assert ROWS * LD <= 2u * KT * LD;
 var<workgroup> sTile: array<f32, ROWS * KT>;   // a subgroup's SM x KT scores; in the epilogue its output fragment
 var<workgroup> pTile: array<f16, ROWS * LDP>;
 var<workgroup> shares: array<vec2f, ROWS * H>;  // each lane's (max, sum) over its share of a row's keys
-// (first key, end) in .xy. A vec4u, not a vec2u: on an H100 this kernel's fragments came out shifted by 4 f16 along
-// the head dimension, 8 bytes, a vec2u's size (bench/RESULTS.md, 2026-12-06); every workgroup variable a multiple of
-// 16 bytes is the suspected cure, not yet run on a GPU.
+// (first key, end) in .xy. A vec4u, not a vec2u: with a vec2u the H100 read this kernel's fragments 8 bytes early
+// (4 f16 along the head dimension); with every workgroup variable a multiple of 16 bytes they are right there
+// (bench/RESULTS.md, 2026-12-06).
 var<workgroup> keyRange: vec4u;
 
 fn seq_start(t: u32) -> u32 {

@@ -3,8 +3,9 @@
 // sentinel, and prints per output how many elements are NaN / unwritten / wrong against the CPU rounding
 // references: the kernels as attentionPrefill / attentionBackward run them, raw pipelines with 1 and 4 subgroups,
 // variants by text substitution that isolate one suspect each (row stride LD = 128 instead of 136, q staged in an
-// array of its own), and the same shaders with their subgroup matrices emulated in plain WGSL (right on the H100,
-// 2026-12-06: bench/RESULTS.md).
+// array of its own), and the same shaders with their subgroup matrices emulated in plain WGSL. It found the 8-byte
+// shift a vec2u workgroup variable caused; with the key ranges as vec4u every output is right on the H100
+// (2026-12-06: bench/RESULTS.md).
 //   here:    node scripts/device-tests.mjs .device/diag test/device/attention-tc-diagnose.ts
 //   device:  source .device/gl/env.sh && node .device/diag/test__device__attention-tc-diagnose.ts.test.js
 //            (carry .device/gl, .device/node, .device/diag; the console output is the result)
