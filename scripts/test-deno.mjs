@@ -1,7 +1,7 @@
 // Runs the test files under Deno (wgpu; lavapipe on a CPU-only machine), one `deno test` process per file
 // so a crash or a module that fails to load costs only that file. "vitest" is mapped to
 // test/deno/vitest-shim.ts. Browser tests (test/e2e) are Chromium-only and are left out.
-//   node scripts/test-deno.mjs [FILE...] [--summary OUT.json]     (TROUPE_DENO_FILE_TIMEOUT_S: per file, default 900)
+//   node scripts/test-deno.mjs [FILE...] [--summary OUT.json]     (TROUPE_DENO_FILE_TIMEOUT_S: per file, default 1800)
 // Prints one line per file and `deno: N passed, N failed, N skipped`; exits 1 when anything failed.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DENO = join(root, 'node_modules/deno/deno');
 const EXCLUDED = ['test/e2e/', 'test/deno/'];
-const FILE_TIMEOUT_S = Number(process.env.TROUPE_DENO_FILE_TIMEOUT_S ?? 900);
+const FILE_TIMEOUT_S = Number(process.env.TROUPE_DENO_FILE_TIMEOUT_S ?? 1800);
 
 function findTests(dir) {
   const out = [];

@@ -8,7 +8,7 @@ const isDeno = 'Deno' in globalThis;
 const dir = runsFolder();
 
 describe.skipIf(!isDeno)('GRPO on the demo model raises validation accuracy', () => {
-  it(`voting / isolated (troupe start): by ${MARGIN} or more in 12 steps of 4 tasks x 8, the generators' accuracy too`, { timeout: 900_000 }, async () => {
+  it(`voting / isolated (troupe start): by ${MARGIN} or more in 12 steps of 4 tasks x 8, the generators' accuracy too`, { timeout: 1_700_000 }, async () => {
     const { before, after } = await train(dir(), 'start', 'voting', 12);
     expect(after.accuracy - before.accuracy).toBeGreaterThanOrEqual(MARGIN);
     expect(after.roles.generator!.accuracy! - before.roles.generator!.accuracy!).toBeGreaterThan(0);
