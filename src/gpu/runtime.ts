@@ -34,13 +34,18 @@ function sayOnce(message: string): void {
 
 let cached: Promise<GpuRuntime> | null = null;
 
-/** Dawn toggles for Node; one comma-joined element, as dawn.node expects. TROUPE_DAWN_ROBUSTNESS=off adds
- * disable_robustness (no bounds clamping of buffer accesses: for measuring what it costs, trusted shaders only). */
+/** Dawn toggles for Node; one comma-joined element, as dawn.node expects. For measuring what Dawn's checks cost,
+ * trusted shaders and calls only: TROUPE_DAWN_ROBUSTNESS=off adds disable_robustness (no bounds clamping of buffer
+ * accesses), TROUPE_DAWN_VALIDATION=off adds skip_validation (no WebGPU validation of the calls as they are recorded). */
 export function dawnFlags(env: Record<string, string | undefined>): string[] {
   const toggles = ['allow_unsafe_apis', 'vulkan_enable_f16_on_nvidia'];
-  const robustness = env.TROUPE_DAWN_ROBUSTNESS ?? 'on';
-  if (robustness !== 'on' && robustness !== 'off') throw new GpuUnavailableError(`TROUPE_DAWN_ROBUSTNESS=${robustness}: expected on or off`);
-  if (robustness === 'off') toggles.push('disable_robustness');
+  const onOff = (name: string): 'on' | 'off' => {
+    const value = env[name] ?? 'on';
+    if (value !== 'on' && value !== 'off') throw new GpuUnavailableError(`${name}=${value}: expected on or off`);
+    return value;
+  };
+  if (onOff('TROUPE_DAWN_ROBUSTNESS') === 'off') toggles.push('disable_robustness');
+  if (onOff('TROUPE_DAWN_VALIDATION') === 'off') toggles.push('skip_validation');
   return [`enable-dawn-features=${toggles.join(',')}`];
 }
 

@@ -54,15 +54,48 @@ function checkLogits(logits: Tensor, rows: readonly SamplingRow[]): [number, num
   return [n, vocab];
 }
 
+/** Tokens a workgroup of the sampler's `chunks` entry reads (shaders/sample.wgsl: WG · PER). */
+export const SAMPLE_CHUNK = 2048;
+
+/** Rows with top_p = 1 go through `chunks` + `finish` (the row read once, by many workgroups), the others through
+ * `main` (one workgroup a row): the choice is each row's own, so a row's draw does not depend on its batch. */
 function dispatchSample(gpu: Gpu, logits: Tensor, rows: readonly SamplingRow[], n: number, vocab: number, tokens: Slot, logprobs: Slot, entropies: Slot): void {
   const params = gpu.upload(new Uint32Array(packSamplingRows(rows)), [Math.max(1, n) * ROW_WORDS], 'u32', 'sample.rows');
-  gpu.dispatch({
-    shader: 'sample',
-    uniforms: new Uniforms().u32(vocab).u32(n).u32(0).u32(0),
-    bindings: [logits, params, tokens, logprobs, entropies],
-    workgroups: [Math.min(n, MAX_WORKGROUPS), Math.ceil(n / MAX_WORKGROUPS)],
-    label: 'sample',
-  });
+  // The shader sees top_p as f32: decide as it will (0.99999999 is 1 there).
+  const full = rows.filter((r) => Math.fround(r.topP) >= 1).length;
+  const chunks = Math.ceil(vocab / SAMPLE_CHUNK);
+  const rowGrid = [Math.min(n, MAX_WORKGROUPS), Math.ceil(n / MAX_WORKGROUPS)] as const;
+  const uniforms = (skipFull: boolean) => new Uniforms().u32(vocab).u32(n).u32(skipFull ? 1 : 0).u32(0);
+  if (full > 0) {
+    if (chunks > MAX_WORKGROUPS) throw new ShapeError(`sample: vocab ${vocab} needs ${chunks} chunks of ${SAMPLE_CHUNK}, over ${MAX_WORKGROUPS} workgroups`);
+    const stats = gpu.tensor([n * chunks * 4], 'f32', 'sample.chunk_stats');
+    gpu.dispatch({
+      shader: 'sample',
+      entry: 'chunks',
+      uniforms: uniforms(false),
+      bindings: [logits, params, null, null, null, stats],
+      workgroups: [chunks, rowGrid[0], rowGrid[1]],
+      label: 'sample.chunks',
+    });
+    gpu.dispatch({
+      shader: 'sample',
+      entry: 'finish',
+      uniforms: uniforms(false),
+      bindings: [logits, params, tokens, logprobs, entropies, stats],
+      workgroups: [...rowGrid],
+      label: 'sample.finish',
+    });
+    stats.release();
+  }
+  if (full < n) {
+    gpu.dispatch({
+      shader: 'sample',
+      uniforms: uniforms(full > 0),
+      bindings: [logits, params, tokens, logprobs, entropies],
+      workgroups: [...rowGrid],
+      label: 'sample',
+    });
+  }
   params.release();
 }
 

@@ -1,4 +1,4 @@
-// The Dawn toggles troupe asks dawn.node for, and TROUPE_DAWN_ROBUSTNESS's effect on them.
+// The Dawn toggles troupe asks dawn.node for, and the effect of TROUPE_DAWN_ROBUSTNESS / TROUPE_DAWN_VALIDATION on them.
 import { describe, expect, it } from 'vitest';
 import { dawnFlags } from '../../src/gpu/runtime.ts';
 
@@ -8,5 +8,12 @@ describe('dawnFlags', () => {
     expect(dawnFlags({ TROUPE_DAWN_ROBUSTNESS: 'on' })).toEqual(dawnFlags({}));
     expect(dawnFlags({ TROUPE_DAWN_ROBUSTNESS: 'off' })[0]).toMatch(/,disable_robustness$/);
     expect(() => dawnFlags({ TROUPE_DAWN_ROBUSTNESS: 'false' })).toThrow(/TROUPE_DAWN_ROBUSTNESS=false: expected on or off/);
+  });
+
+  it('keeps validation unless TROUPE_DAWN_VALIDATION=off, and names a bad value', () => {
+    expect(dawnFlags({ TROUPE_DAWN_VALIDATION: 'on' })).toEqual(dawnFlags({}));
+    expect(dawnFlags({ TROUPE_DAWN_VALIDATION: 'off' })[0]).toMatch(/,skip_validation$/);
+    expect(dawnFlags({ TROUPE_DAWN_VALIDATION: 'off', TROUPE_DAWN_ROBUSTNESS: 'off' })[0]).toMatch(/,disable_robustness,skip_validation$/);
+    expect(() => dawnFlags({ TROUPE_DAWN_VALIDATION: '0' })).toThrow(/TROUPE_DAWN_VALIDATION=0: expected on or off/);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readPackedSample, type SamplingRow, sampleTokens, sampleTokensPacked } from '../../src/kernels/sample.ts';
+import { readPackedSample, SAMPLE_CHUNK, type SamplingRow, sampleTokens, sampleTokensPacked } from '../../src/kernels/sample.ts';
 import { embedding } from '../../src/kernels/embedding.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn } from '../helpers/random.ts';
@@ -40,6 +40,55 @@ describe('sample', () => {
       });
     });
   }
+
+  it('rows of several chunks with masked tokens (a whole chunk of them too) match the CPU reference', async () => {
+    const vocab = 3 * SAMPLE_CHUNK + 77;
+    const rows: SamplingRow[] = [0, 1, 0.8, 1.7, 0.6, 1].map((temperature, i) => ({ temperature, topP: 1, seed: 900 + i, stream: i, step: 5 * i }));
+    const logits = randn(rows.length * vocab, vocab, 11);
+    for (let r = 0; r < rows.length; r++) {
+      const row = logits.subarray(r * vocab, (r + 1) * vocab);
+      row.fill(-Infinity, SAMPLE_CHUNK, 2 * SAMPLE_CHUNK);  // chunk 1 all masked
+      for (let i = r; i < vocab; i += 7) row[i] = -Infinity;
+    }
+    const { tokens, logprobs, entropies } = await runRows(logits, vocab, rows);
+    rows.forEach((row, r) => {
+      const l = logits.subarray(r * vocab, (r + 1) * vocab);
+      const ref = sampleRef(l, row);
+      expect(tokens[r]).toBe(ref.token);
+      expect(Number.isFinite(l[ref.token]!)).toBe(true);
+      const h = entropyRef(l, row.temperature);
+      expect(Math.abs(entropies[r]! - h)).toBeLessThan(1e-4 * Math.max(1, h));
+      expect(Math.abs(logprobs[r]! - ref.logprob)).toBeLessThan(1e-4 * Math.max(1, Math.abs(ref.logprob)));
+    });
+  });
+
+  it('draws follow the distribution when its mass spreads over several chunks (chi-square, top-p 1)', async () => {
+    const vocab = 2 * SAMPLE_CHUNK + 100;
+    // Twelve tokens carry the mass, in each of the three chunks and on both sides of a chunk boundary.
+    const at = [3, 700, SAMPLE_CHUNK - 1, SAMPLE_CHUNK, SAMPLE_CHUNK + 1, SAMPLE_CHUNK + 999, 2 * SAMPLE_CHUNK - 2, 2 * SAMPLE_CHUNK, 2 * SAMPLE_CHUNK + 5, 2 * SAMPLE_CHUNK + 50, 2 * SAMPLE_CHUNK + 98, 2 * SAMPLE_CHUNK + 99];
+    const weights = randn(at.length, 123, 1);
+    const base = new Float32Array(vocab).fill(-Infinity);
+    at.forEach((i, k) => (base[i] = weights[k]!));
+    const n = 400;
+    const logits = new Float32Array(n * vocab);
+    const rows: SamplingRow[] = [];
+    for (let i = 0; i < n; i++) {
+      logits.set(base, i * vocab);
+      rows.push({ temperature: 1.2, topP: 1, seed: 7, stream: 1, step: i });
+    }
+    const { tokens } = await runRows(logits, vocab, rows);
+    const probs = samplingDistributionRef(base, rows[0]!);
+    const counts = new Map<number, number>();
+    for (const t of tokens) counts.set(t, (counts.get(t) ?? 0) + 1);
+    for (const t of counts.keys()) expect(at).toContain(t);
+    let chi = 0;
+    for (const i of at) {
+      const e = probs[i]! * n;
+      chi += ((counts.get(i) ?? 0) - e) ** 2 / e;
+    }
+    // p < 0.001 critical value for 11 degrees of freedom is 31.3
+    expect(chi).toBeLessThan(32);
+  });
 
   it('draws follow the top-p distribution (chi-square)', async () => {
     const vocab = 12;

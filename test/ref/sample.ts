@@ -64,5 +64,6 @@ export function entropyRef(logits: ArrayLike<number>, temperature: number): numb
   const m = Math.max(...z);
   const e = z.map((x) => Math.exp(x - m));
   const total = e.reduce((a, b) => a + b, 0);
-  return -e.reduce((a, x, i) => a + (x / total) * (z[i]! - m - Math.log(total)), 0);
+  // Masked tokens (z = −inf) carry no mass: 0 · log 0 counts as 0.
+  return -e.reduce((a, x, i) => a + (x > 0 ? (x / total) * (z[i]! - m - Math.log(total)) : 0), 0);
 }
