@@ -387,7 +387,11 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   const { splits, chunk } =
     kernel === 'decode3'
       ? pagedSplits(batch.numSeqs * dims.nKv, batch.maxSeqLen, v3Step, v3Step)
-      : pagedSplits(batch.numSeqs * dims.nKv * qTiles, batch.maxSeqLen, kernel === 'paged' ? 32 : 128);
+      : kernel === 'decode2'
+        ? // One 128-key tile a split at least: at batch 1 and 1024 cached tokens, 8 splits of 8 kv heads (64 workgroups)
+          // where 256-key splits left 32 workgroups, each walking its two tiles in series.
+          pagedSplits(batch.numSeqs * dims.nKv, batch.maxSeqLen, 128, 128)
+        : pagedSplits(batch.numSeqs * dims.nKv * qTiles, batch.maxSeqLen, kernel === 'paged' ? 32 : 128);
   checkGrid(name, qTiles * splits);
   if (!oneTile) checkWorkgroupMemory(gpu, name, kernel as 'decode' | 'paged', dims.headDim);
   const rows = Tq * dims.nHeads;
