@@ -272,6 +272,15 @@ export function pagedSplits(workgroups: number, maxSeqLen: number, keyStep: numb
   return { splits: Math.max(1, Math.ceil(maxSeqLen / chunk)), chunk };
 }
 
+/** Splits of decode version 2 (128-key tiles): where 256-key splits already need the combine pass, splits of one
+ *  tile each (at batch 1 and 1024 cached tokens 8 splits of 8 kv heads, 64 workgroups, where 256-key ones left 32
+ *  workgroups walking two tiles in series); where they do not, none: a step of few sequences is bound by the host's
+ *  recording (about 16 us a dispatch on the H100's host), and the combine would be one dispatch a layer more. */
+export function decodeSplits(workgroups: number, maxSeqLen: number): { splits: number; chunk: number } {
+  const wide = pagedSplits(workgroups, maxSeqLen, 128);
+  return wide.splits > 1 ? pagedSplits(workgroups, maxSeqLen, 128, 128) : wide;
+}
+
 /** Whether a decode step (one query per sequence) can take shaders/attention_decode.wgsl: its 16-byte loads need
  *  HD a multiple of 8 (f16 cache) or 4 (f32), with a power-of-two number of loads per row, and its workgroup
  *  memory (sized by the GQA group) must fit the device. */
@@ -388,9 +397,7 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
     kernel === 'decode3'
       ? pagedSplits(batch.numSeqs * dims.nKv, batch.maxSeqLen, v3Step, v3Step)
       : kernel === 'decode2'
-        ? // One 128-key tile a split at least: at batch 1 and 1024 cached tokens, 8 splits of 8 kv heads (64 workgroups)
-          // where 256-key splits left 32 workgroups, each walking its two tiles in series.
-          pagedSplits(batch.numSeqs * dims.nKv, batch.maxSeqLen, 128, 128)
+        ? decodeSplits(batch.numSeqs * dims.nKv, batch.maxSeqLen)
         : pagedSplits(batch.numSeqs * dims.nKv * qTiles, batch.maxSeqLen, kernel === 'paged' ? 32 : 128);
   checkGrid(name, qTiles * splits);
   if (!oneTile) checkWorkgroupMemory(gpu, name, kernel as 'decode' | 'paged', dims.headDim);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { type AttentionDims, attentionPaged, attentionPrefill, decodeV3Lanes, pagedKernel } from '../../src/kernels/attention.ts';
+import { type AttentionDims, attentionPaged, attentionPrefill, decodeSplits, decodeV3Lanes, pagedKernel } from '../../src/kernels/attention.ts';
 import { KvCache, KvCacheError, releaseBatch } from '../../src/model/kv-cache.ts';
 import { starts, uploadQkv } from '../helpers/attention.ts';
 import { testGpu } from '../helpers/gpu.ts';
@@ -191,4 +191,23 @@ describe('KvCache', () => {
       cache.destroy();
     });
   }
+});
+
+describe('decodeSplits', () => {
+  it('splits into single 128-key tiles only where the combine pass is needed anyway', () => {
+    // batch 1, Qwen3's 8 kv heads: 1024 keys go 8 ways; up to 256 keys stay whole (no combine dispatch)
+    expect(decodeSplits(8, 1024)).toEqual({ splits: 8, chunk: 128 });
+    expect(decodeSplits(8, 129)).toEqual({ splits: 1, chunk: 256 });
+    expect(decodeSplits(8, 256)).toEqual({ splits: 1, chunk: 256 });
+    expect(decodeSplits(8, 300)).toEqual({ splits: 3, chunk: 128 });
+    // many sequences fill the GPU without splits
+    expect(decodeSplits(2048, 1024)).toEqual({ splits: 1, chunk: 1024 });
+    // every key is covered once
+    for (const [w, len] of [[8, 1000], [64, 777], [16, 5000]] as const) {
+      const { splits, chunk } = decodeSplits(w, len);
+      expect(chunk % 128).toBe(0);
+      expect(splits * chunk).toBeGreaterThanOrEqual(len);
+      expect((splits - 1) * chunk).toBeLessThan(len);
+    }
+  });
 });
