@@ -74,7 +74,7 @@ export interface EngineOptions {
   /** Token ids that end a sequence (default: the model's eos ids plus <|im_end|> and <|endoftext|>). */
   stopIds?: number[];
   kvDtype?: 'f16' | 'f32';
-  /** Decode steps recorded while the GPU runs the current one (true/default: 1, or 3 under Deno; false = 0). */
+  /** Decode steps recorded while the GPU runs the current one (true/default: 2, or 3 under Deno; false = 0). */
   runAhead?: boolean | number;
 }
 
@@ -421,14 +421,15 @@ export class RolloutEngine {
     });
   }
 
-  /** Decode steps recorded ahead of the one being read: EngineOptions.runAhead, else 1, or 3 under Deno,
-   * whose wgpu binding takes about 11 ms to resolve any mapAsync (a 10 ms sleep in its poll loop): steps
-   * in flight together share that wait. */
+  /** Decode steps recorded ahead of the one being read: EngineOptions.runAhead, else 2 (a 1-sequence rollout on an
+   * H100 under Dawn: 456-493 tok/s with 2 or 3 against 344-381 with 1, six runs each, bench/RESULTS.md 2026-12-06),
+   * or 3 under Deno, whose wgpu binding takes about 11 ms to resolve any mapAsync (a 10 ms sleep in its poll loop):
+   * steps in flight together share that wait. */
   private runAheadDepth(): number {
     const r = this.options.runAhead;
     if (r === false) return 0;
     if (typeof r === 'number') return Math.max(0, Math.floor(r));
-    return this.gpu.report.runtime === 'deno' ? 3 : 1;
+    return this.gpu.report.runtime === 'deno' ? 3 : 2;
   }
 
   /** Whether a step may be recorded behind the `unread` ones in flight: the same sequences, none ended or
