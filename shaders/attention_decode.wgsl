@@ -223,30 +223,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       for (var a = 0u; a < NA; a++) { acc[r * NA + a] *= alpha[r]; }
     }
     workgroupBarrier();
-    // A thread's V rows 4 keys at a time, their loads issued together (one at a time, each waited for, the loop was
-    // most of a batch-1 step's attention time); accumulated in key order as before.
     let n = min(WG, end - kb);
-    var j = kg;
-    for (; j + 3u * KG < n; j += 4u * KG) {
-      let v0 = unpack(vc[(slots[j] * p.nKv + kvh) * LPR + lane]);
-      let v1 = unpack(vc[(slots[j + KG] * p.nKv + kvh) * LPR + lane]);
-      let v2 = unpack(vc[(slots[j + 2u * KG] * p.nKv + kvh) * LPR + lane]);
-      let v3 = unpack(vc[(slots[j + 3u * KG] * p.nKv + kvh) * LPR + lane]);
-      for (var r = 0u; r < G; r++) {
-        let b = r * WG + j;
-        acc[r * NA] += probs[b] * v0.lo;
-        acc[r * NA] += probs[b + KG] * v1.lo;
-        acc[r * NA] += probs[b + 2u * KG] * v2.lo;
-        acc[r * NA] += probs[b + 3u * KG] * v3.lo;
-        if (F16) {
-          acc[r * NA + 1u] += probs[b] * v0.hi;
-          acc[r * NA + 1u] += probs[b + KG] * v1.hi;
-          acc[r * NA + 1u] += probs[b + 2u * KG] * v2.hi;
-          acc[r * NA + 1u] += probs[b + 3u * KG] * v3.hi;
-        }
-      }
-    }
-    for (; j < n; j += KG) {
+    for (var j = kg; j < n; j += KG) {
       let v = unpack(vc[(slots[j] * p.nKv + kvh) * LPR + lane]);
       for (var r = 0u; r < G; r++) {
         let pj = probs[r * WG + j];
