@@ -51,27 +51,39 @@ fn uniform01(seed: u32, stream: u32, step: u32) -> f32 {
   return f32(h >> 8u) / 16777216.0;
 }
 
-fn reduce_max(lid: u32, v: f32) -> f32 {
+const OP_MAX = 0u;
+const OP_SUM = 1u;
+const OP_MIN = 2u;
+
+fn combine_f(a: f32, b: f32, op: u32) -> f32 { return select(a + b, max(a, b), op == OP_MAX); }
+fn combine_u(a: u32, b: u32, op: u32) -> u32 { return select(max(a, b), min(a, b), op == OP_MIN); }
+
+/** The workgroup's max (OP_MAX) or sum (OP_SUM) of v, the same in every thread: a uniform load, as the result
+ * steers branches that contain barriers. */
+fn reduce_f(lid: u32, v: f32, op: u32) -> f32 {
   red_f[lid] = v;
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) { red_f[lid] = max(red_f[lid], red_f[lid + s]); }
+    if (lid < s) { red_f[lid] = combine_f(red_f[lid], red_f[lid + s], op); }
     workgroupBarrier();
   }
-  // Uniform load: the result steers branches that contain barriers.
   let r = workgroupUniformLoad(&red_f[0]);
   workgroupBarrier();
   return r;
 }
 
-fn reduce_sum(lid: u32, v: f32) -> f32 {
-  red_f[lid] = v;
+fn reduce_max(lid: u32, v: f32) -> f32 { return reduce_f(lid, v, OP_MAX); }
+fn reduce_sum(lid: u32, v: f32) -> f32 { return reduce_f(lid, v, OP_SUM); }
+
+/** The workgroup's min (OP_MIN) or max (OP_MAX) of v, the same in every thread. */
+fn reduce_u(lid: u32, v: u32, op: u32) -> u32 {
+  red_u[lid] = v;
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) { red_f[lid] = red_f[lid] + red_f[lid + s]; }
+    if (lid < s) { red_u[lid] = combine_u(red_u[lid], red_u[lid + s], op); }
     workgroupBarrier();
   }
-  let r = workgroupUniformLoad(&red_f[0]);
+  let r = workgroupUniformLoad(&red_u[0]);
   workgroupBarrier();
   return r;
 }
@@ -136,14 +148,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv: v
   let entropy = log(total) - reduce_sum(lid, zexp) / total;
 
   if (greedy) {
-    red_u[lid] = select(0xffffffffu, best_i, best == m);
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-      if (lid < s) { red_u[lid] = min(red_u[lid], red_u[lid + s]); }
-      workgroupBarrier();
-    }
+    let tok = reduce_u(lid, select(0xffffffffu, best_i, best == m), OP_MIN);
     if (lid == 0u) {
-      let tok = red_u[0];
       tokens[row] = tok;
       logprobs[row] = logits[base + tok] - m - log(total);
       entropies[row] = entropy;
@@ -241,30 +247,6 @@ const NONE = 0xffffffffu;
 
 fn chunkCount() -> u32 { return (p.vocab + CHUNK - 1u) / CHUNK; }
 
-fn reduce_min_u(lid: u32, v: u32) -> u32 {
-  red_u[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) { red_u[lid] = min(red_u[lid], red_u[lid + s]); }
-    workgroupBarrier();
-  }
-  let r = workgroupUniformLoad(&red_u[0]);
-  workgroupBarrier();
-  return r;
-}
-
-fn reduce_max_u(lid: u32, v: u32) -> u32 {
-  red_u[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) { red_u[lid] = max(red_u[lid], red_u[lid + s]); }
-    workgroupBarrier();
-  }
-  let r = workgroupUniformLoad(&red_u[0]);
-  workgroupBarrier();
-  return r;
-}
-
 /** Inclusive prefix sum over the workgroup of each thread's `own`, in thread order (Hillis-Steele). */
 fn scan(lid: u32, own: f32) -> f32 {
   red_f[lid] = own;
@@ -315,7 +297,7 @@ fn chunks(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv:
   }
   let total = reduce_sum(lid, mass);
   let ze = reduce_sum(lid, zexp);
-  let first = reduce_min_u(lid, select(NONE, best_i, best == m && best_i != NONE));
+  let first = reduce_u(lid, select(NONE, best_i, best == m && best_i != NONE), OP_MIN);
   if (lid == 0u) { chunkStats[row * chunkCount() + wid.x] = vec4f(m, total, ze, bitcast<f32>(first)); }
 }
 
@@ -352,7 +334,7 @@ fn finish(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv:
   let total = reduce_sum(lid, own);
   let entropy = log(total) - reduce_sum(lid, zexp) / total;
   if (greedy) {
-    let tok = reduce_min_u(lid, first);
+    let tok = reduce_u(lid, first, OP_MIN);
     if (lid == 0u) {
       tokens[row] = tok;
       logprobs[row] = logits[base + tok] - m - log(total);
@@ -376,8 +358,8 @@ fn finish(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv:
     }
     acc += w;
   }
-  let pickMin = reduce_min_u(lid, pick);
-  let lastMax = reduce_max_u(lid, select(0u, last + 1u, last != NONE));
+  let pickMin = reduce_u(lid, pick, OP_MIN);
+  let lastMax = reduce_u(lid, select(0u, last + 1u, last != NONE), OP_MAX);
   var chunk = pickMin;
   if (chunk == NONE) { chunk = lastMax - 1u; }
   // What of the goal is left past the chunks before the chosen one (each thread adds up its chunks before it).
@@ -410,9 +392,9 @@ fn finish(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lidv:
     }
     tok = select(tok, lastKept, tok == NONE);
   }
-  tok = reduce_min_u(lid, tok);
+  tok = reduce_u(lid, tok, OP_MIN);
   // Rounding can leave the rest just past the chunk's last kept token.
-  let lastInChunk = reduce_max_u(lid, select(0u, lastKept + 1u, lastKept != NONE));
+  let lastInChunk = reduce_u(lid, select(0u, lastKept + 1u, lastKept != NONE), OP_MAX);
   if (tok == NONE) { tok = lastInChunk - 1u; }
   if (lid == 0u) {
     tokens[row] = tok;
