@@ -51,6 +51,7 @@ const NA = LW / 4u;               // vec4f per load
 const LPR = u32(HD) / LW;         // loads per row (threads per V row)
 const KG = WG / LPR;              // keys whose V rows are read at once
 const QV = u32(HD) / 4u;          // vec4f per query row
+const VU = 8u;                    // V rows a thread loads at once
 const MASKED = -3.0e38;
 
 var<workgroup> qs: array<vec4f, G * QV>;
@@ -67,6 +68,15 @@ fn unpack(v: vec4<u32>) -> Load {
     return Load(vec4f(unpack2x16float(v.x), unpack2x16float(v.y)), vec4f(unpack2x16float(v.z), unpack2x16float(v.w)));
   }
   return Load(bitcast<vec4f>(v), vec4f(0.0));
+}
+
+/** acc += p_j · v for each of the G rows, p_j the probability of the tile's key j. */
+fn accumulateV(acc: ptr<function, array<vec4f, G * NA>>, v: Load, j: u32) {
+  for (var r = 0u; r < G; r++) {
+    let pj = probs[r * WG + j];
+    (*acc)[r * NA] += pj * v.lo;
+    if (F16) { (*acc)[r * NA + 1u] += pj * v.hi; }
+  }
 }
 
 #if FUSE
@@ -223,15 +233,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       for (var a = 0u; a < NA; a++) { acc[r * NA + a] *= alpha[r]; }
     }
     workgroupBarrier();
+    // A thread's V rows VU keys at a time, their loads issued together (one at a time, each waited for, this loop
+    // was most of a batch-1 step's attention time); accumulated in key order as before.
     let n = min(WG, end - kb);
-    for (var j = kg; j < n; j += KG) {
-      let v = unpack(vc[(slots[j] * p.nKv + kvh) * LPR + lane]);
-      for (var r = 0u; r < G; r++) {
-        let pj = probs[r * WG + j];
-        acc[r * NA] += pj * v.lo;
-        if (F16) { acc[r * NA + 1u] += pj * v.hi; }
-      }
+    var j = kg;
+    for (; j + (VU - 1u) * KG < n; j += VU * KG) {
+      var vs: array<Load, VU>;
+      for (var u = 0u; u < VU; u++) { vs[u] = unpack(vc[(slots[j + u * KG] * p.nKv + kvh) * LPR + lane]); }
+      for (var u = 0u; u < VU; u++) { accumulateV(&acc, vs[u], j + u * KG); }
     }
+    for (; j < n; j += KG) { accumulateV(&acc, unpack(vc[(slots[j] * p.nKv + kvh) * LPR + lane]), j); }
     workgroupBarrier();
   }
   // l: the sum of every thread's own share; o: the sum over key groups. Rows one at a time through red / merged.

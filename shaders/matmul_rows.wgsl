@@ -35,6 +35,7 @@ struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, N2: u32, N3
 const ROW_GROUPS = (ROWS + 3u) / 4u;
 const COLS = 8u;
 const LANES = 32u;
+const WU = 8u;       // weight loads a thread has in flight
 
 var<workgroup> partial: array<vec4<f32>, 1024>; // [ROW_GROUPS <= 4][256 threads]
 
@@ -74,10 +75,6 @@ fn squares(r0: u32, k4: u32, K4: u32) -> vec4<f32> {
   return vec4<f32>(dot(x0, x0), dot(x1, x1), dot(x2, x2), dot(x3, x3));
 }
 
-fn squares4(r0: u32, k4: u32, K4: u32) -> vec4<f32> {
-  return squares(r0, k4, K4) + squares(r0, k4 + LANES, K4) + squares(r0, k4 + 2u * LANES, K4) + squares(r0, k4 + 3u * LANES, K4);
-}
-
 // Sums each group's 32 lanes of partial[g * 256 + tid] (g < ROW_GROUPS) into its lane 0.
 fn reduceLanes(tid: u32, lane: u32) {
   workgroupBarrier();
@@ -89,11 +86,6 @@ fn reduceLanes(tid: u32, lane: u32) {
     }
     workgroupBarrier();
   }
-}
-
-// dots over four weight vec4s at k4, k4 + LANES, k4 + 2·LANES, k4 + 3·LANES.
-fn dots4(w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>, r0: u32, k4: u32, K4: u32) -> vec4<f32> {
-  return dots(w0, r0, k4, K4) + dots(w1, r0, k4 + LANES, K4) + dots(w2, r0, k4 + 2u * LANES, K4) + dots(w3, r0, k4 + 3u * LANES, K4);
 }
 
 // Weight `part` (0: b, 1: b2, 2: b3), vec4 i. `part` is the workgroup's: no divergence.
@@ -159,23 +151,25 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   var sq2 = vec4<f32>(0.0);
   var sq3 = vec4<f32>(0.0);
   if (n < N) {
-    // four weight loads in flight per thread: latency, not bandwidth, limits one load per step
+    // WU weight loads in flight per thread (one per step, latency, not bandwidth, was the limit): at K 1024 a
+    // lane's whole share of a column in one step
     var k4 = lane;
-    for (; k4 + 3u * LANES < K4; k4 += 4u * LANES) {
-      let w0 = wload(part, n * K4 + k4);
-      let w1 = wload(part, n * K4 + k4 + LANES);
-      let w2 = wload(part, n * K4 + k4 + 2u * LANES);
-      let w3 = wload(part, n * K4 + k4 + 3u * LANES);
-      acc0 += dots4(w0, w1, w2, w3, 0u, k4, K4);
-      if (ROW_GROUPS > 1u) { acc1 += dots4(w0, w1, w2, w3, 4u, k4, K4); }
-      if (ROW_GROUPS > 2u) { acc2 += dots4(w0, w1, w2, w3, 8u, k4, K4); }
-      if (ROW_GROUPS > 3u) { acc3 += dots4(w0, w1, w2, w3, 12u, k4, K4); }
+    for (; k4 + (WU - 1u) * LANES < K4; k4 += WU * LANES) {
+      var ws: array<vec4<f32>, WU>;
+      for (var u = 0u; u < WU; u++) { ws[u] = wload(part, n * K4 + k4 + u * LANES); }
+      for (var u = 0u; u < WU; u++) {
+        let ku = k4 + u * LANES;
+        acc0 += dots(ws[u], 0u, ku, K4);
+        if (ROW_GROUPS > 1u) { acc1 += dots(ws[u], 4u, ku, K4); }
+        if (ROW_GROUPS > 2u) { acc2 += dots(ws[u], 8u, ku, K4); }
+        if (ROW_GROUPS > 3u) { acc3 += dots(ws[u], 12u, ku, K4); }
 #if NORM
-      sq0 += squares4(0u, k4, K4);
-      if (ROW_GROUPS > 1u) { sq1 += squares4(4u, k4, K4); }
-      if (ROW_GROUPS > 2u) { sq2 += squares4(8u, k4, K4); }
-      if (ROW_GROUPS > 3u) { sq3 += squares4(12u, k4, K4); }
+        sq0 += squares(0u, ku, K4);
+        if (ROW_GROUPS > 1u) { sq1 += squares(4u, ku, K4); }
+        if (ROW_GROUPS > 2u) { sq2 += squares(8u, ku, K4); }
+        if (ROW_GROUPS > 3u) { sq3 += squares(12u, ku, K4); }
 #endif
+      }
     }
     for (; k4 < K4; k4 += LANES) {
       let wv = wload(part, n * K4 + k4);

@@ -153,6 +153,7 @@ describe('matmulRowsParts (q, k, v or gate, up in one matmul_rows dispatch)', ()
     [5, 40, [13, 27]],
     [16, 132, [33, 9, 70]],
     [3, 256, [200, 200]],
+    [2, 1160, [40, 9, 17]], // K past one 8-load step (K/4 = 290 = 256 + 34)
   ];
   for (const wDtype of ['f32', 'f16'] as const) {
     for (const [M, K, Ns] of CASES) {
@@ -205,6 +206,7 @@ describe('matmulRowsGlu (SwiGLU read inside down_proj\'s matmul_rows pass)', () 
     [1, 96, 24],
     [5, 40, 13],
     [16, 132, 70],
+    [1, 2056, 24], // two 8-load steps and two single loads
   ];
   for (const wDtype of ['f32', 'f16'] as const) {
     for (const [M, K, N] of CASES) {
@@ -260,6 +262,7 @@ describe('matmulRowsNorm (the RMSNorm before a product read inside its matmul_ro
     [1, 96, [24]],
     [5, 40, [13, 27]],
     [7, 520, [9, 17, 8]],
+    [6, 1036, [11, 20]], // one 8-load step and three single loads
     [16, 132, [33, 9, 70]],
   ];
   for (const wDtype of ['f32', 'f16'] as const) {
