@@ -2,7 +2,7 @@
 // a [M, K], b [N, K] (nn.Linear weight [out, in]), M <= 16, K a multiple of 4. Decode-shaped and memory
 // bound: each weight element is read once, as a vec4, and used for all M rows. A workgroup of 8 groups
 // of 32 threads makes 8 output columns; a group's threads stride over K and their partial sums are added
-// through workgroup memory. Rows are handled 4 at a time in named vec4 accumulators. ROWS (= M) is a
+// by subgroup shuffles where subgroups exist, the rest through workgroup memory (laneSums). Rows are handled 4 at a time in named vec4 accumulators. ROWS (= M) is a
 // compile-time constant, so unused row groups vanish and clamped duplicate row reads fold away.
 // MULTI / THREE: the same a against two or three weights in one dispatch (q, k and v; gate and up), each into
 // its own out, plain products only (alpha 1, no accumulation); the workgroups go to the weights in order.
@@ -75,17 +75,42 @@ fn squares(r0: u32, k4: u32, K4: u32) -> vec4<f32> {
   return vec4<f32>(dot(x0, x0), dot(x1, x1), dot(x2, x2), dot(x3, x3));
 }
 
-// Sums each group's 32 lanes of partial[g * 256 + tid] (g < ROW_GROUPS) into its lane 0.
-fn reduceLanes(tid: u32, lane: u32) {
-  workgroupBarrier();
-  for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-    if (lane < stride) {
-      for (var g = 0u; g < ROW_GROUPS; g++) {
-        partial[g * 256u + tid] += partial[g * 256u + tid + stride];
-      }
-    }
-    workgroupBarrier();
+struct Sums { s0: vec4<f32>, s1: vec4<f32>, s2: vec4<f32>, s3: vec4<f32> }
+
+// Each group's sums over its 32 lanes of v (row groups past ROW_GROUPS untouched), right in lane 0: first across
+// SGL neighbouring lanes by subgroup shuffles (SGR; SGL the least subgroup size, at most 32), then the rest
+// through workgroup memory, which at SGL 32 takes no barrier at all.
+fn laneSums(v: Sums, tid: u32, lane: u32) -> Sums {
+  var s = v;
+#if SGR
+  for (var o = SGL / 2u; o > 0u; o >>= 1u) {
+    s.s0 += subgroupShuffleXor(s.s0, o);
+    if (ROW_GROUPS > 1u) { s.s1 += subgroupShuffleXor(s.s1, o); }
+    if (ROW_GROUPS > 2u) { s.s2 += subgroupShuffleXor(s.s2, o); }
+    if (ROW_GROUPS > 3u) { s.s3 += subgroupShuffleXor(s.s3, o); }
   }
+#endif
+  if (SGL < LANES) {
+    partial[tid] = s.s0;
+    if (ROW_GROUPS > 1u) { partial[256u + tid] = s.s1; }
+    if (ROW_GROUPS > 2u) { partial[512u + tid] = s.s2; }
+    if (ROW_GROUPS > 3u) { partial[768u + tid] = s.s3; }
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride >= SGL; stride /= 2u) {
+      if (lane < stride) {
+        for (var g = 0u; g < ROW_GROUPS; g++) {
+          partial[g * 256u + tid] += partial[g * 256u + tid + stride];
+        }
+      }
+      workgroupBarrier();
+    }
+    // Every thread reads (and a next call writes) only its own slots until that call's first barrier.
+    s.s0 = partial[tid];
+    if (ROW_GROUPS > 1u) { s.s1 = partial[256u + tid]; }
+    if (ROW_GROUPS > 2u) { s.s2 = partial[512u + tid]; }
+    if (ROW_GROUPS > 3u) { s.s3 = partial[768u + tid]; }
+  }
+  return s;
 }
 
 // Weight `part` (0: b, 1: b2, 2: b3), vec4 i. `part` is the workgroup's: no divergence.
@@ -185,31 +210,18 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
 #endif
     }
   }
-  partial[tid] = acc0;
-  if (ROW_GROUPS > 1u) { partial[256u + tid] = acc1; }
-  if (ROW_GROUPS > 2u) { partial[512u + tid] = acc2; }
-  if (ROW_GROUPS > 3u) { partial[768u + tid] = acc3; }
-  reduceLanes(tid, lane);
-  // Lane 0 of each group holds its sums; every thread reads and writes only partial[g * 256 + tid] until the next
-  // reduction, so the squares may take the slots without a barrier.
-  var s0 = partial[tid];
-  var s1 = vec4<f32>(0.0);
-  var s2 = vec4<f32>(0.0);
-  var s3 = vec4<f32>(0.0);
-  if (ROW_GROUPS > 1u) { s1 = partial[256u + tid]; }
-  if (ROW_GROUPS > 2u) { s2 = partial[512u + tid]; }
-  if (ROW_GROUPS > 3u) { s3 = partial[768u + tid]; }
+  let sums = laneSums(Sums(acc0, acc1, acc2, acc3), tid, lane);
+  var s0 = sums.s0;
+  var s1 = sums.s1;
+  var s2 = sums.s2;
+  var s3 = sums.s3;
 #if NORM
-  partial[tid] = sq0;
-  if (ROW_GROUPS > 1u) { partial[256u + tid] = sq1; }
-  if (ROW_GROUPS > 2u) { partial[512u + tid] = sq2; }
-  if (ROW_GROUPS > 3u) { partial[768u + tid] = sq3; }
-  reduceLanes(tid, lane);
+  let squares = laneSums(Sums(sq0, sq1, sq2, sq3), tid, lane);
   let invK = 1.0 / f32(p.K);
-  s0 *= inverseSqrt(partial[tid] * invK + p.eps);
-  if (ROW_GROUPS > 1u) { s1 *= inverseSqrt(partial[256u + tid] * invK + p.eps); }
-  if (ROW_GROUPS > 2u) { s2 *= inverseSqrt(partial[512u + tid] * invK + p.eps); }
-  if (ROW_GROUPS > 3u) { s3 *= inverseSqrt(partial[768u + tid] * invK + p.eps); }
+  s0 *= inverseSqrt(squares.s0 * invK + p.eps);
+  if (ROW_GROUPS > 1u) { s1 *= inverseSqrt(squares.s1 * invK + p.eps); }
+  if (ROW_GROUPS > 2u) { s2 *= inverseSqrt(squares.s2 * invK + p.eps); }
+  if (ROW_GROUPS > 3u) { s3 *= inverseSqrt(squares.s3 * invK + p.eps); }
 #endif
   if (lane == 0u && n < N) {
     storeRows(part, 0u, n, N, s0);

@@ -11,7 +11,7 @@
 // matmul-tuning.ts) overrides these choices per product where it covers one.
 // a and b are f32, or f16 storage when gpu.f16; accumulation and out are f32.
 import type { DType } from '../gpu/dtype.ts';
-import type { Gpu } from '../gpu/gpu.ts';
+import type { Gpu, ShaderVariant } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { Uniforms } from '../gpu/uniforms.ts';
 import { expectDtype, expectShape, ShapeError } from './check.ts';
@@ -254,6 +254,14 @@ export function matmulRowsNorm(gpu: Gpu, x: Tensor, norm: Tensor, eps: number, w
   return dispatchRowsParts(gpu, name, x, weights, labels, { norm, eps });
 }
 
+/** matmul_rows's variant: its sums over a group's 32 lanes by subgroup shuffles across the least subgroup size (at
+ *  most 32: then no workgroup memory and no barrier) where subgroups exist, the rest through workgroup memory. */
+function rowsVariant(gpu: Gpu, ta: DType, tb: DType, consts: Record<string, number | boolean>): ShaderVariant {
+  const lanes = Math.min(32, gpu.report.subgroups?.minSize ?? 1);
+  const shuffles = lanes > 1 && (lanes & (lanes - 1)) === 0;
+  return { aliases: { TA: ta, TB: tb }, enables: shuffles ? ['subgroups'] : [], consts: { ...consts, SGR: shuffles, SGL: shuffles ? lanes : 1 } };
+}
+
 function dispatchRowsParts(gpu: Gpu, name: string, a: Tensor, weights: readonly Tensor[], labels: readonly string[], norm: { norm: Tensor; eps: number } | null): Tensor[] {
   if (labels.length !== weights.length) throw new ShapeError(`${name}: ${labels.length} labels for ${weights.length} weights`);
   expectDtype(name, a, 'f32', 'f16');
@@ -264,7 +272,7 @@ function dispatchRowsParts(gpu: Gpu, name: string, a: Tensor, weights: readonly 
   const N = weights.map((w) => w.shape[0]!);
   gpu.dispatch({
     shader: 'matmul_rows',
-    variant: { aliases: { TA: a.dtype, TB: weights[0]!.dtype }, consts: { ROWS: M, MULTI: weights.length > 1, THREE: weights.length === 3, GLU: false, NORM: norm !== null } },
+    variant: rowsVariant(gpu, a.dtype, weights[0]!.dtype, { ROWS: M, MULTI: weights.length > 1, THREE: weights.length === 3, GLU: false, NORM: norm !== null }),
     uniforms: new Uniforms().u32(M).u32(N[0]!).u32(K).u32(0).f32(1).u32(N[1] ?? 0).u32(N[2] ?? 0).f32(norm?.eps ?? 0),
     bindings: [a, weights[0]!, outs[0]!, weights[1] ?? null, outs[1] ?? null, weights[2] ?? null, outs[2] ?? null, null, norm?.norm ?? null],
     workgroups: [N.reduce((sum, n) => sum + ceilDiv(n, ROWS_COLS_PER_WORKGROUP), 0)],
@@ -303,7 +311,7 @@ export function matmulRowsGlu(gpu: Gpu, gate: Tensor, up: Tensor, down: Tensor, 
   const out = into ?? gpu.tensor([M, N], 'f32', `${label}.out`);
   gpu.dispatch({
     shader: 'matmul_rows',
-    variant: { aliases: { TA: gate.dtype, TB: down.dtype }, consts: { ROWS: M, MULTI: false, THREE: false, GLU: true, NORM: false } },
+    variant: rowsVariant(gpu, gate.dtype, down.dtype, { ROWS: M, MULTI: false, THREE: false, GLU: true, NORM: false }),
     uniforms: new Uniforms().u32(M).u32(N).u32(K).u32(into ? 1 : 0).f32(1).u32(0).u32(0).u32(0),
     bindings: [gate, down, out, null, null, null, null, up],
     workgroups: [ceilDiv(N, ROWS_COLS_PER_WORKGROUP)],
@@ -351,7 +359,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
   const dispatch = (target: Tensor, uniforms: Uniforms, workgroups: readonly [number, number?, number?]) =>
     gpu.dispatch({
       shader: `matmul_${v}`,
-      variant: { aliases: { TA: a.dtype, TB: b.dtype }, consts: v === 'rows' ? { ROWS: M, MULTI: false, THREE: false, GLU: false, NORM: false } : { TRANS_A: transA, TRANS_B: transB } },
+      variant: v === 'rows' ? rowsVariant(gpu, a.dtype, b.dtype, { ROWS: M, MULTI: false, THREE: false, GLU: false, NORM: false }) : { aliases: { TA: a.dtype, TB: b.dtype }, consts: { TRANS_A: transA, TRANS_B: transB } },
       uniforms,
       bindings: [a, b, target],
       workgroups,
