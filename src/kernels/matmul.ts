@@ -16,6 +16,7 @@ import type { Tensor } from '../gpu/tensor.ts';
 import { Uniforms } from '../gpu/uniforms.ts';
 import { expectDtype, expectShape, ShapeError } from './check.ts';
 import { ceilDiv, grid1d } from './grid.ts';
+import { shuffleConsts, shuffleEnables } from './shuffle.ts';
 import { type MatmulChoice, matmulTuning } from './matmul-tuning.ts';
 import { type DirectRows, dispatchTensorCore, dispatchTensorCoreDirect, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable } from './matmul-tc.ts';
 
@@ -254,12 +255,10 @@ export function matmulRowsNorm(gpu: Gpu, x: Tensor, norm: Tensor, eps: number, w
   return dispatchRowsParts(gpu, name, x, weights, labels, { norm, eps });
 }
 
-/** matmul_rows's variant: its sums over a group's 32 lanes by subgroup shuffles across the least subgroup size (at
- *  most 32: then no workgroup memory and no barrier) where subgroups exist, the rest through workgroup memory. */
+/** matmul_rows's variant: its 32-lane sums by subgroup shuffles where subgroups exist (shuffle.ts). */
 function rowsVariant(gpu: Gpu, ta: DType, tb: DType, consts: Record<string, number | boolean>): ShaderVariant {
-  const lanes = Math.min(32, gpu.report.subgroups?.minSize ?? 1);
-  const shuffles = lanes > 1 && (lanes & (lanes - 1)) === 0;
-  return { aliases: { TA: ta, TB: tb }, enables: shuffles ? ['subgroups'] : [], consts: { ...consts, SGR: shuffles, SGL: shuffles ? lanes : 1 } };
+  const shuffles = shuffleConsts(gpu);
+  return { aliases: { TA: ta, TB: tb }, enables: shuffleEnables(shuffles), consts: { ...consts, ...shuffles } };
 }
 
 function dispatchRowsParts(gpu: Gpu, name: string, a: Tensor, weights: readonly Tensor[], labels: readonly string[], norm: { norm: Tensor; eps: number } | null): Tensor[] {
