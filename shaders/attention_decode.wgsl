@@ -55,7 +55,7 @@ const VU = 8u;                    // V rows a thread loads at once
 const MASKED = -3.0e38;
 
 var<workgroup> qs: array<vec4f, G * QV>;
-var<workgroup> red: array<f32, (G + 1u) * WG>;   // rowsReduce's partial results
+var<workgroup> red: array<f32, G * WG>;
 var<workgroup> probs: array<f32, G * WG>;
 var<workgroup> slots: array<u32, WG>;
 var<workgroup> merged: array<f32, KG * u32(HD)>;
@@ -68,41 +68,6 @@ fn unpack(v: vec4<u32>) -> Load {
     return Load(vec4f(unpack2x16float(v.x), unpack2x16float(v.y)), vec4f(unpack2x16float(v.z), unpack2x16float(v.w)));
   }
   return Load(bitcast<vec4f>(v), vec4f(0.0));
-}
-
-/** For each of the G + 1 rows, the max (isMax) or sum over the workgroup's threads of x[r], in every thread: across SGL
- *  neighbouring lanes by subgroup shuffles (SGR; SGL the least subgroup size, at most 32), then the WG / SGL partial
- *  results through red: a tree while more than 8 are left, then each thread reads the rest. red stays in use until
- *  the caller's next barrier. */
-fn rowsReduce(x: array<f32, G + 1u>, isMax: bool, tid: u32) -> array<f32, G + 1u> {
-  var v = x;
-#if SGR
-  for (var o = SGL / 2u; o > 0u; o >>= 1u) {
-    for (var r = 0u; r <= G; r++) { v[r] = join(v[r], subgroupShuffleXor(v[r], o), isMax); }
-  }
-#endif
-  if (tid % SGL == 0u) {
-    for (var r = 0u; r <= G; r++) { red[r * WG + tid / SGL] = v[r]; }
-  }
-  workgroupBarrier();
-  var count = WG / SGL;
-  for (; count > 8u; count /= 2u) {
-    let h = count / 2u;
-    if (tid < h) {
-      for (var r = 0u; r <= G; r++) { red[r * WG + tid] = join(red[r * WG + tid], red[r * WG + tid + h], isMax); }
-    }
-    workgroupBarrier();
-  }
-  for (var r = 0u; r <= G; r++) {
-    var t = red[r * WG];
-    for (var i = 1u; i < count; i++) { t = join(t, red[r * WG + i], isMax); }
-    v[r] = t;
-  }
-  return v;
-}
-
-fn join(a: f32, b: f32, isMax: bool) -> f32 {
-  return select(a + b, max(a, b), isMax);
 }
 
 /** acc += p_j · v for each of the G rows, p_j the probability of the tile's key j. */
@@ -142,7 +107,7 @@ fn packLoad(x: array<f32, 8>) -> vec4<u32> {
  *  rope(k_norm(k)) and v go to the token's slot, visible to the workgroup's reads after the storage barrier. */
 fn normRopeWrite(t: u32, pos: u32, kvh: u32, row0: u32, pages: u32, owner: bool, tid: u32) {
   let kRow = (t * p.nKv + kvh) * u32(HD);
-  // Sums of squares of the G q rows and the k row (0 where not the owner).
+  // Sums of squares: q rows through red, the k row through probs (both free until the key loop).
   var ss: array<f32, G + 1u>;
   for (var r = 0u; r <= G; r++) { ss[r] = 0.0; }
   for (var i = tid; i < u32(HD); i += WG) {
@@ -155,14 +120,23 @@ fn normRopeWrite(t: u32, pos: u32, kvh: u32, row0: u32, pages: u32, owner: bool,
       ss[G] += x * x;
     }
   }
-  let sums = rowsReduce(ss, false, tid);
+  for (var r = 0u; r < G; r++) { red[r * WG + tid] = ss[r]; }
+  probs[tid] = ss[G];
+  workgroupBarrier();
+  for (var st = WG / 2u; st > 0u; st >>= 1u) {
+    if (tid < st) {
+      for (var r = 0u; r < G; r++) { red[r * WG + tid] += red[r * WG + tid + st]; }
+      probs[tid] += probs[tid + st];
+    }
+    workgroupBarrier();
+  }
   for (var i = tid; i < u32(HD); i += WG) {
     for (var r = 0u; r < G; r++) {
-      let rs = inverseSqrt(sums[r] / f32(HD) + p.eps);
+      let rs = inverseSqrt(red[r * WG] / f32(HD) + p.eps);
       normed[r * u32(HD) + i] = qkw[i] * (q[(row0 + r) * u32(HD) + i] * rs);
     }
     if (owner) {
-      let rs = inverseSqrt(sums[G] / f32(HD) + p.eps);
+      let rs = inverseSqrt(probs[0] / f32(HD) + p.eps);
       normed[G * u32(HD) + i] = qkw[u32(HD) + i] * (kIn[kRow + i] * rs);
     }
   }
@@ -240,13 +214,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       }
       for (var r = 0u; r < G; r++) { s[r] = dots[r] * p.scale2; }
     }
-    var sx: array<f32, G + 1u>;
-    for (var r = 0u; r < G; r++) { sx[r] = s[r]; }
-    sx[G] = MASKED;
-    let tileMax = rowsReduce(sx, true, tid);
+    for (var r = 0u; r < G; r++) { red[r * WG + tid] = s[r]; }
+    workgroupBarrier();
+    for (var st = WG / 2u; st > 0u; st >>= 1u) {
+      if (tid < st) {
+        for (var r = 0u; r < G; r++) { red[r * WG + tid] = max(red[r * WG + tid], red[r * WG + tid + st]); }
+      }
+      workgroupBarrier();
+    }
     var alpha: array<f32, G>;
     for (var r = 0u; r < G; r++) {
-      let mt = max(m[r], tileMax[r]);
+      let mt = max(m[r], red[r * WG]);
       alpha[r] = exp2(m[r] - mt);
       let pr = exp2(s[r] - mt);
       m[r] = mt;
@@ -267,12 +245,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     for (; j < n; j += KG) { accumulateV(&acc, unpack(vc[(slots[j] * p.nKv + kvh) * LPR + lane]), j); }
     workgroupBarrier();
   }
-  // l: the sum of every thread's own share; o: the sum over key groups, rows one at a time through merged.
-  var ls: array<f32, G + 1u>;
-  for (var r = 0u; r < G; r++) { ls[r] = l[r]; }
-  ls[G] = 0.0;
-  let lsum = rowsReduce(ls, false, tid);
+  // l: the sum of every thread's own share; o: the sum over key groups. Rows one at a time through red / merged.
   for (var r = 0u; r < G; r++) {
+    red[tid] = l[r];
     for (var a = 0u; a < NA; a++) {
       let d = lane * LW + 4u * a;
       let v = acc[r * NA + a];
@@ -282,7 +257,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       merged[kg * u32(HD) + d + 3u] = v.w;
     }
     workgroupBarrier();
-    let lt = lsum[r];
+    for (var st = WG / 2u; st > 0u; st >>= 1u) {
+      if (tid < st) { red[tid] += red[tid + st]; }
+      workgroupBarrier();
+    }
+    let lt = red[0];
     if (tid < u32(HD)) {
       var o = 0.0;
       for (var g = 0u; g < KG; g++) { o += merged[g * u32(HD) + tid]; }

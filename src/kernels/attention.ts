@@ -12,7 +12,6 @@ import type { KvCache, PagedBatch } from '../model/kv-cache.ts';
 import { expectDtype, expectSize, ShapeError } from './check.ts';
 import { ceilDiv, grid1d, MAX_WORKGROUPS } from './grid.ts';
 import { tensorCoreUnavailable } from './matmul-tc.ts';
-import { shuffleConsts, shuffleEnables } from './shuffle.ts';
 
 export interface AttentionDims {
   nHeads: number;
@@ -74,10 +73,9 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'p
     case 'decode':
       return vec4 * (4 * Math.max(1, Math.floor(headDim / 4)) + 4 * 4 * 32 + 8) + 4 * (128 + 8 + 2);
     case 'decode2': {
-      // shaders/attention_decode.wgsl (f16 cache: 8 elements a load): queries, reductions (G + 1 rows), probabilities,
-      // slots, merge
+      // shaders/attention_decode.wgsl (f16 cache: 8 elements a load): queries, max tree, probabilities, slots, merge
       const keyGroups = 128 / (headDim / 8);
-      return vec4 * group * (headDim / 4) + 4 * ((2 * group + 1) * 128 + 128 + keyGroups * headDim);
+      return vec4 * group * (headDim / 4) + 4 * (2 * group * 128 + 128 + keyGroups * headDim);
     }
     case 'dkdv':
       return vec4 * (2 * 8 * (ns + 1) + 2 * 16 * (ns + 1) + 2 * 2 * 16) + 4 * (4 * 16 + 2);
@@ -417,7 +415,7 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
     gpu.dispatch({
       shader: 'attention_decode',
       entry: 'main_sg',
-      variant: { enables: ['subgroups'], consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: true, L: lanes, FUSE: false, ...shuffleConsts(gpu) } },
+      variant: { enables: ['subgroups'], consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: true, L: lanes, FUSE: false } },
       uniforms,
       bindings: [q, kc, vc, ...tables],
       workgroups: [splits, dims.nKv, batch.numSeqs],
@@ -425,10 +423,9 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
     });
   } else if (kernel === 'decode2') {
     const fuse = qkNormRope !== undefined;
-    const shuffles = shuffleConsts(gpu);
     gpu.dispatch({
       shader: 'attention_decode',
-      variant: { enables: shuffleEnables(shuffles), consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: false, FUSE: fuse, ...shuffles } },
+      variant: { consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: false, FUSE: fuse } },
       uniforms,
       bindings: fuse
         ? [q, kc, vc, null, ...tables.slice(1), qkNormRope.k, qkNormRope.v, qkNormRope.qkNorm, qkNormRope.cos, qkNormRope.sin]

@@ -1,6 +1,7 @@
-// Workgroup reductions by subgroup shuffles: the consts that kernels with `#if SGR` blocks take (matmul_rows.wgsl,
-// attention_decode.wgsl). Lanes a shuffle may span are the least subgroup size the adapter reports, at most 32, so
-// that an xor within an aligned block of that many invocations never leaves a subgroup whatever size it runs at.
+// Workgroup reductions by subgroup shuffles: the consts that kernels with `#if SGR` blocks take (matmul_rows.wgsl;
+// decode attention's trees had them too, and ran 0.95x at 256 sequences on an H100, 2026-12-07, so they went). Lanes
+// a shuffle may span are the least subgroup size the adapter reports, at most 32, so that an xor within an aligned
+// block of that many invocations never leaves a subgroup whatever size it runs at.
 import type { Gpu, ShaderVariant } from '../gpu/gpu.ts';
 
 /** SGR: shuffles are compiled in; SGL: lanes they span (1 where the device has no subgroups). */
