@@ -180,13 +180,16 @@ export function tensorCoreDirectPlan(gpu: Gpu, s: TcShape, da: DType, db: DType,
   if (s.K % config.K !== 0 || s.K % 2 !== 0) return `K ${s.K} is not a multiple of ${config.K} (and even)`;
   const mp = directPaddedRows(s.M, config);
   const tiles = (mp / bm) * (s.N / bn);
+  const subgroupSize = gpu.report.subgroups!.maxSize;
+  // The epilogue gives each thread whole elements of a fragment: at most M·N threads a workgroup.
+  const maxKs = Math.min(DIRECT_MAX_KS, Math.floor((config.M * config.N) / subgroupSize));
   let ks = 1;
-  while (ks < DIRECT_MAX_KS && tiles * ks < DIRECT_SUBGROUPS && s.K % (2 * ks * config.K) === 0 && s.K / (2 * ks) >= DIRECT_MIN_KPART) ks *= 2;
+  while (ks < maxKs && tiles * ks < DIRECT_SUBGROUPS && s.K % (2 * ks * config.K) === 0 && s.K / (2 * ks) >= DIRECT_MIN_KPART) ks *= 2;
   if (splits !== undefined) {
     if (![1, 2, 4, 8].includes(splits) || s.K % (splits * config.K) !== 0) return `K ${s.K} does not split into ${splits} parts of whole ${config.K}-deep steps`;
+    if (splits > maxKs) return `${splits} subgroups of ${subgroupSize} are more threads than a ${config.M}x${config.N} fragment has elements`;
     ks = splits;
   }
-  const subgroupSize = gpu.report.subgroups!.maxSize;
   if (ks * subgroupSize > gpu.limits.maxComputeInvocationsPerWorkgroup) return `${ks} subgroups of ${subgroupSize} exceed the workgroup's invocations`;
   if (ks * config.M * config.N * 4 > gpu.limits.maxComputeWorkgroupStorageSize) return `${ks} fragments exceed the workgroup memory`;
   const maxWg = gpu.limits.maxComputeWorkgroupsPerDimension;

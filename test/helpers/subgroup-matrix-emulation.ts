@@ -6,9 +6,9 @@
 // inputs through workgroup memory, one 512-float scratch per subgroup, between two barriers, so it must be called
 // in workgroup-uniform control flow (the real builtin needs subgroup-uniform: the stricter rule is checked here).
 // subgroup_id and subgroup_invocation_id come from the local invocation index (SG = 32, threads fill subgroups in
-// order). Each array a fragment is loaded from or stored to gets its own functions (WGSL passes no workgroup
+// order). Each array (workgroup or storage) a fragment is loaded from or stored to gets its own functions (WGSL passes no workgroup
 // pointers to functions), with the element type its declaration gives.
-// Used by the attention tests (test/helpers/wgsl-run.ts, emulatedAttentionTc); matmul-tc-emulated.test.ts keeps
+// Used by the attention tests (test/helpers/wgsl-run.ts, emulatedAttentionTc) and matmul-tc-direct-emulated.test.ts; matmul-tc-emulated.test.ts keeps
 // its own, older stand-in.
 
 type Kind = 'left' | 'right' | 'result';
@@ -104,8 +104,8 @@ export function emulateSubgroupMatrices(source: string, subgroups: number): stri
     return `alias ${name} = EmuFragment;`;
   });
   const elemOf = (array: string) => {
-    const m = new RegExp(`var<workgroup>\\s+${array}\\s*:\\s*array<(\\w+)`).exec(source);
-    if (!m) throw new Error(`emulation: no workgroup array ${array}`);
+    const m = new RegExp(`var<(?:workgroup|storage[^>]*)>\\s+${array}\\s*:\\s*array<(\\w+)`).exec(source);
+    if (!m) throw new Error(`emulation: no workgroup or storage array ${array}`);
     return m[1]!;
   };
   const loads = new Set<string>();
@@ -115,7 +115,7 @@ export function emulateSubgroupMatrices(source: string, subgroups: number): stri
     const [what, major] = template.split(',').map((x) => x.trim());
     const [pointer, offset, ...rest] = args;
     const array = /^&(\w+)$/.exec(pointer ?? '')?.[1];
-    if (!array) throw new Error(`emulation: a fragment must come from a named workgroup array, got ${pointer}`);
+    if (!array) throw new Error(`emulation: a fragment must come from a named workgroup or storage array, got ${pointer}`);
     elemOf(array);
     const colMajor = major === undefined ? rest.splice(rest.length - 2, 1)[0]! : String(major === 'col_major');
     if (what === 'store') {

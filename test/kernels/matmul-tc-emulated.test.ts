@@ -3,7 +3,8 @@
 // stores and multiply-accumulate as Dawn defines them, docs/dawn/features/subgroup_matrix.md), so
 // shaders/matmul_tc_tiled.wgsl runs here and its tiling, staging (one slice or two), vec4 and scalar fills, bounds,
 // scales, alpha and accumulation are checked against the CPU reference on every layout. On a GPU with the feature
-// the same kernel is checked as it is (matmul-tc.test.ts, troupe doctor); matmul_tc_direct is compiled here.
+// the same kernel is checked as it is (matmul-tc.test.ts, troupe doctor); matmul_tc_direct has its own file
+// (matmul-tc-direct-emulated.test.ts, on the shared emulation of test/helpers/subgroup-matrix-emulation.ts).
 import { describe, expect, it } from 'vitest';
 import { type Gpu, variantHeader } from '../../src/gpu/gpu.ts';
 import { preprocessWgsl } from '../../src/gpu/preprocess.ts';
@@ -64,8 +65,7 @@ fn storeFragment(colMajor: bool, offset: u32, v: Fragment, stride: u32) {
 }
 `;
 
-/** Stand-ins that only type-check: matmul_tc_direct splits K across a workgroup's subgroups, so its products
- * run in control flow uniform only within a subgroup, where the emulation's barriers cannot go. */
+/** Stand-ins that only type-check (the compile-only cases below). */
 const placeholders = (left: string, right: string) => `
 alias Fragment = vec4f;
 fn loadFragmentA(colMajor: bool, offset: u32, stride: u32) -> Fragment { return vec4f(f32(${left}[offset]) + f32(stride) + select(0.0, 1.0, colMajor)); }
@@ -203,18 +203,6 @@ describe.runIf(isDeno)('matmul_tc_tiled compiles (its matrix calls stood in)', (
         };
         await compile(gpu, variantHeader(variant) + standIn(SHADERS.matmul_tc_tiled!, variant.consts, placeholders('tileA', 'tileB')).replace(/\bf16\b/g, 'f32'));
       }
-    });
-  }
-});
-
-describe('matmul_tc_direct compiles (its matrix calls stood in)', () => {
-  for (const ks of [1, 8]) {
-    it(`${ks} subgroups a workgroup`, async () => {
-      const gpu = await testGpu();
-      const variant = { enables: gpu.f16 ? ['f16'] : [], consts: { SM: 16, SN: 16, SK: 16, SG: 32, KS: ks } };
-      let code = variantHeader(variant) + standIn(SHADERS.matmul_tc_direct!, variant.consts, placeholders('x', 'w'), 'x', 'w');
-      if (!gpu.f16) code = code.replace(/\bf16\b/g, 'f32');
-      await compile(gpu, code);
     });
   }
 });

@@ -1,0 +1,92 @@
+// shaders/matmul_tc_direct.wgsl (x·Wᵀ on tensor cores for 128-2047 rows) on the CPU drivers, its subgroup matrices
+// emulated in plain WGSL (test/helpers/subgroup-matrix-emulation.ts). Under Deno (lavapipe has shader-f16) the
+// kernel runs as written, f16 fragments loaded straight from storage: K split over 2 and 8 subgroups of a
+// workgroup, whole and padded row tiles, several column tiles, power-of-two row scales, alpha and accumulation,
+// against a float64 reference over the same f16 operands. Under Node (SwiftShader has no f16) it is compiled only,
+// f16 read as f32. On a GPU with subgroup matrices the kernel itself runs through matmul (matmul-tc.test.ts).
+import { describe, expect, it } from 'vitest';
+import { toF16Array, fromF16Array } from '../../src/gpu/dtype.ts';
+import { type Gpu, variantHeader } from '../../src/gpu/gpu.ts';
+import { SHADERS } from '../../src/generated/shaders.ts';
+import { testGpu } from '../helpers/gpu.ts';
+import { randn, relError } from '../helpers/random.ts';
+import { emulateSubgroupMatrices } from '../helpers/subgroup-matrix-emulation.ts';
+import { compileChecked, dispatchEntry, storageBuffer, uniformBuffer } from '../helpers/wgsl-run.ts';
+
+const TILE = 64; // rows and columns of out a workgroup: 4 x 4 fragments of 16
+
+/** The kernel for `ks` subgroups of 32 with its subgroup matrices emulated; f16 read as f32 where the device lacks it. */
+function emulatedDirect(gpu: Gpu, ks: number): string {
+  const code = variantHeader({ enables: gpu.f16 ? ['f16'] : [], consts: { SM: 16, SN: 16, SK: 16, SG: 32, KS: ks } }) + emulateSubgroupMatrices(SHADERS.matmul_tc_direct!, ks);
+  return gpu.f16 ? code : code.replace(/\bf16\b/g, 'f32');
+}
+
+interface Case {
+  M: number;
+  N: number;
+  K: number;
+  ks: number;
+  alpha: number;
+  accumulate: boolean;
+}
+
+/** out as the kernel writes it and as float64 computes it from the same f16 operands. */
+async function run(gpu: Gpu, c: Case, seed: number) {
+  const mp = Math.ceil(c.M / TILE) * TILE;
+  // x as the cast hands it over: rows times a power of two (2^-3..2^3), rounded to f16; padding rows zero
+  const scale = Float32Array.from({ length: mp }, (_, r) => (r < c.M ? 2 ** ((r % 7) - 3) : 1));
+  const xs = randn(mp * c.K, seed, 1).map((v, i) => (Math.floor(i / c.K) < c.M ? v * scale[Math.floor(i / c.K)]! : 0));
+  const x16 = toF16Array(xs);
+  const w16 = toF16Array(randn(c.N * c.K, seed + 1, 0.5));
+  const out0 = c.accumulate ? randn(c.M * c.N, seed + 2, 1) : new Float32Array(c.M * c.N).fill(NaN);
+  const [x, w] = [fromF16Array(x16), fromF16Array(w16)];
+  const want = new Float32Array(c.M * c.N);
+  for (let r = 0; r < c.M; r++) {
+    for (let n = 0; n < c.N; n++) {
+      let s = 0;
+      for (let k = 0; k < c.K; k++) s += x[r * c.K + k]! * w[n * c.K + k]!;
+      want[r * c.N + n] = (c.alpha * s) / scale[r]! + (c.accumulate ? out0[r * c.N + n]! : 0);
+    }
+  }
+  const params = new Uint32Array([c.M, c.N, c.K, c.accumulate ? 1 : 0, 0, c.K / c.ks, 0, 0]);
+  new Float32Array(params.buffer)[4] = c.alpha;
+  const packed = (h: Uint16Array) => (gpu.f16 ? new Uint32Array(h.buffer, h.byteOffset, h.length / 2) : fromF16Array(h));
+  const out = storageBuffer(gpu, out0, GPUBufferUsage.COPY_SRC);
+  const buffers = [uniformBuffer(gpu, params), storageBuffer(gpu, packed(x16)), storageBuffer(gpu, packed(w16)), out, storageBuffer(gpu, scale)];
+  const module = await compileChecked(gpu, emulatedDirect(gpu, c.ks));
+  await dispatchEntry(gpu, module, 'main', { ...buffers }, [c.N / TILE, mp / TILE]);
+  const got = new Float32Array(await gpu.readBytes(out, 0, c.M * c.N * 4, 'emulated matmul_tc_direct out'));
+  for (const b of buffers) b.destroy();
+  return { got, want };
+}
+
+const isDeno = 'Deno' in globalThis;
+
+describe.runIf(isDeno)('matmul_tc_direct, subgroup matrices emulated (f16 fragments from storage)', () => {
+  const cases: Case[] = [
+    // two row tiles (the second padded), two column tiles, 3 steps a subgroup, 4 elements of a fragment a thread
+    { M: 70, N: 128, K: 96, ks: 2, alpha: 0.75, accumulate: true },
+    { M: 37, N: 64, K: 160, ks: 2, alpha: 1, accumulate: false },
+    // 2 steps a subgroup, every thread one element of a fragment, 8 partial products summed
+    { M: 5, N: 64, K: 256, ks: 8, alpha: -2, accumulate: false },
+  ];
+  for (const c of cases) {
+    it(`${c.M}x${c.N}x${c.K}, ${c.ks} subgroup${c.ks > 1 ? 's' : ''} over K, alpha ${c.alpha}${c.accumulate ? ', accumulating' : ''}`, async (ctx) => {
+      const gpu = await testGpu();
+      if (!gpu.f16) return ctx.skip('no shader-f16');
+      const { got, want } = await run(gpu, c, 11 + c.ks);
+      expect(got.some(Number.isNaN)).toBe(false);
+      // f32 accumulation of f16 products against float64 (measured here: at most 3e-7)
+      expect(relError(got, want)).toBeLessThan(1e-5);
+    });
+  }
+});
+
+describe.skipIf(isDeno)('matmul_tc_direct compiles with its subgroup matrices emulated (f16 read as f32)', () => {
+  for (const ks of [2, 8]) {
+    it(`${ks} subgroup${ks > 1 ? 's' : ''} a workgroup`, async () => {
+      const gpu = await testGpu();
+      await compileChecked(gpu, emulatedDirect(gpu, ks));
+    });
+  }
+});
