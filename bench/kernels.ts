@@ -2,7 +2,8 @@
 // weights), softmax, reductions, transpose, casts and an elementwise add. Each row's value is GFLOP/s
 // (compute-bound) or GB/s of nominal traffic (memory-bound: bytes read once + written once). Timing:
 // one warm-up round, then the median of 5 repeats of 10 dispatches (full runs: of as many as make a round last
-// 50 ms, bench/timing.ts), wall clock around gpu.sync().
+// 50 ms, bench/timing.ts), wall clock around gpu.sync(). With --timeline each row has a twin named <row>_gpu_busy:
+// the rate over the rounds' GPU busy time, for kernels (decode's, a few microseconds) that record slower than they run.
 // bench/torch/bench_kernels.py times the same names and shapes in PyTorch; bench/compare.ts joins them:
 //   troupe bench kernels --json --out dawn.jsonl            (Node/Dawn; Deno/wgpu likewise)
 //   python3 bench/torch/bench_kernels.py --out torch.json
@@ -23,7 +24,7 @@ import { sampleTokensPacked, type SamplingRow } from '../src/kernels/sample.ts';
 import { softmax, softmaxBackward } from '../src/kernels/softmax.ts';
 import { transpose } from '../src/kernels/transpose.ts';
 import { benchRow, type BenchRow } from './results.ts';
-import { medianSecondsPerCall } from './timing.ts';
+import { timePerCall } from './timing.ts';
 
 const REPEATS = 5;
 const DISPATCHES = 10;
@@ -264,8 +265,10 @@ export async function benchKernels(gpu: Gpu, opts: { quick: boolean; filter?: st
         if (wrong) throw new Error(`bench ${c.name}: wrong result: ${wrong}`);
       }
       // full runs: rounds of at least 50 ms, so Deno's 11 ms wait for the GPU does not dominate small kernels
-      const seconds = await medianSecondsPerCall(gpu, run, { calls: DISPATCHES, repeats: REPEATS, minRoundMs: opts.quick ? undefined : MIN_ROUND_MS });
-      rows.push(benchRow(gpu, c.name, c.work / seconds / 1e9, c.unit));
+      const t = await timePerCall(gpu, run, { calls: DISPATCHES, repeats: REPEATS, minRoundMs: opts.quick ? undefined : MIN_ROUND_MS });
+      rows.push(benchRow(gpu, c.name, c.work / t.secondsPerCall / 1e9, c.unit));
+      // --timeline: the same rate over GPU busy time, free of the host's cost of recording each call
+      if (t.gpuSecondsPerCall) rows.push(benchRow(gpu, `${c.name}_gpu_busy`, c.work / t.gpuSecondsPerCall / 1e9, c.unit));
     } finally {
       for (const t of tensors) t.release();
       gpu.pool.trim();

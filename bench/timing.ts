@@ -3,6 +3,8 @@
 // the GPU. With `minRoundMs` the calls per round are first multiplied by 4 until a round
 // lasts that long (at most `maxCalls`): a wait for the GPU costs about 11 ms under Deno/wgpu (its mapAsync polls
 // every 10 ms) against tens of microseconds under Dawn, so rounds of a few small kernels would time the wait.
+// Where the Gpu keeps a timeline (--timeline), each timed round's GPU busy time is taken too: kernels of a few
+// microseconds record slower than they run, so their wall clock times the host (and its noise), not the kernel.
 import type { Gpu } from '../src/gpu/gpu.ts';
 
 const WARM_MS = 400;
@@ -21,6 +23,9 @@ export interface TimingOptions {
 
 export interface Timing {
   secondsPerCall: number;
+  /** The median round's GPU busy time per call (its submits' spans, without the host's gaps between them), where
+   *  the Gpu keeps a timeline. */
+  gpuSecondsPerCall?: number;
   /** Calls per timed round. */
   calls: number;
 }
@@ -49,9 +54,15 @@ export async function timePerCall(gpu: Gpu, run: () => void, opts: TimingOptions
     while (calls < maxCalls && (await round(calls)) < opts.minRoundMs) calls = Math.min(maxCalls, calls * 4);
   }
   const times: number[] = [];
-  for (let r = 0; r < opts.repeats; r++) times.push((await round(calls)) / 1000 / calls);
-  times.sort((a, b) => a - b);
-  return { secondsPerCall: times[Math.floor(times.length / 2)]!, calls };
+  const busy: number[] = [];
+  const timeline = gpu.timeline;
+  for (let r = 0; r < opts.repeats; r++) {
+    timeline?.reset();
+    times.push((await round(calls)) / 1000 / calls);
+    if (timeline) busy.push((await timeline.results()).reduce((ms, p) => ms + p.busyMs, 0) / 1000 / calls);
+  }
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  return { secondsPerCall: median(times), calls, ...(timeline ? { gpuSecondsPerCall: median(busy) } : {}) };
 }
 
 export async function medianSecondsPerCall(gpu: Gpu, run: () => void, opts: TimingOptions): Promise<number> {

@@ -1,5 +1,5 @@
 // bench/timing.ts: rounds grow by 4x until they last minRoundMs, never past maxCalls; without it they stay put;
-// the warm-up repeats rounds until warmMs has passed.
+// the warm-up repeats rounds until warmMs has passed; with a timeline, each timed round's GPU busy time too.
 import { describe, expect, it } from 'vitest';
 import { timePerCall, WARM_MAX_ROUNDS } from '../../bench/timing.ts';
 import { add } from '../../src/kernels/elementwise.ts';
@@ -34,6 +34,19 @@ describe('timePerCall', () => {
     // the warm-up repeats rounds until warmMs has passed: 1e9 ms never does, so it stops at WARM_MAX_ROUNDS
     await timePerCall(gpu, run, { calls: 10, repeats: 2, warmMs: 1e9 });
     expect(runs).toBe(WARM_MAX_ROUNDS * 10 + 2 * 10);
+    // no timeline: no GPU busy time
+    expect(plain.gpuSecondsPerCall).toBeUndefined();
     for (const t of [a, b, out]) t.release();
+  });
+
+  it('takes each timed round\'s GPU busy time per call where the Gpu keeps a timeline', async (ctx) => {
+    const gpu = await testGpu({ timeline: true });
+    if (!gpu.timeline) return ctx.skip('no timestamp-query');
+    const a = gpu.upload(randn(4096, 1), [4096], 'f32', 'a');
+    const out = gpu.tensor([4096], 'f32', 'out');
+    const t = await timePerCall(gpu, () => add(gpu, a, a, out), { calls: 20, repeats: 3, warmMs: 0 });
+    expect(Number.isFinite(t.gpuSecondsPerCall)).toBe(true);
+    expect(t.gpuSecondsPerCall).toBeGreaterThan(0);
+    for (const x of [a, out]) x.release();
   });
 });

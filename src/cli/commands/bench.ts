@@ -29,7 +29,8 @@ function usage(): string {
     '  --profile       per-kernel GPU time (timestamp queries) on stderr; each dispatch then gets its own',
     '                  pass, so the suite\'s own figures are not comparable with an unprofiled run',
     '  --timeline      GPU busy and idle time per phase on stderr (two timestamps a submit, none inside it,',
-    '                  so the figures stay comparable); suites that name phases also report them as rows',
+    '                  so the figures stay comparable); suites that name phases also report them as rows;',
+    '                  `kernels` adds a <row>_gpu_busy row a case: its rate over GPU busy time, not wall clock',
   ].join('\n');
 }
 
