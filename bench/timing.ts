@@ -56,10 +56,12 @@ export async function timePerCall(gpu: Gpu, run: () => void, opts: TimingOptions
   const times: number[] = [];
   const busy: number[] = [];
   const timeline = gpu.timeline;
+  // The timeline's busy time so far: a round's is the difference (no reset, so --timeline still sums the whole run).
+  const busyMs = async () => (timeline ? (await timeline.results()).reduce((ms, p) => ms + p.busyMs, 0) : 0);
   for (let r = 0; r < opts.repeats; r++) {
-    timeline?.reset();
+    const before = await busyMs();
     times.push((await round(calls)) / 1000 / calls);
-    if (timeline) busy.push((await timeline.results()).reduce((ms, p) => ms + p.busyMs, 0) / 1000 / calls);
+    if (timeline) busy.push(((await busyMs()) - before) / 1000 / calls);
   }
   const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   return { secondsPerCall: median(times), calls, ...(timeline ? { gpuSecondsPerCall: median(busy) } : {}) };

@@ -2,8 +2,9 @@
 // a [M, K], b [N, K] (nn.Linear weight [out, in]), M <= 16, K a multiple of 4. Decode-shaped and memory
 // bound: each weight element is read once, as a vec4, and used for all M rows. A workgroup of 8 groups
 // of 32 threads makes 8 output columns; a group's threads stride over K and their partial sums are added
-// by subgroup shuffles where subgroups exist, the rest through workgroup memory (laneSums). Rows are handled 4 at a time in named vec4 accumulators. ROWS (= M) is a
-// compile-time constant, so unused row groups vanish and clamped duplicate row reads fold away.
+// by subgroup shuffles where subgroups exist, the rest through workgroup memory (laneSums). Rows are handled 4 at
+// a time in named vec4 accumulators. ROWS (= M) is a compile-time constant, so unused row groups vanish and
+// clamped duplicate row reads fold away.
 // MULTI / THREE: the same a against two or three weights in one dispatch (q, k and v; gate and up), each into
 // its own out, plain products only (alpha 1, no accumulation); the workgroups go to the weights in order.
 // GLU: a is the MLP's gate and aUp its up, and the product is silu(gate) * up against b (down_proj), so
