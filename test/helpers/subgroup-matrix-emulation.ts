@@ -6,8 +6,8 @@
 // inputs through workgroup memory, one 512-float scratch per subgroup, between two barriers, so it must be called
 // in workgroup-uniform control flow (the real builtin needs subgroup-uniform: the stricter rule is checked here).
 // subgroup_id and subgroup_invocation_id come from the local invocation index (SG = 32, threads fill subgroups in
-// order). Each array (workgroup or storage) a fragment is loaded from or stored to gets its own functions (WGSL passes no workgroup
-// pointers to functions), with the element type its declaration gives.
+// order). Each array (workgroup or storage) a fragment is loaded from or stored to gets its own functions (WGSL
+// passes no workgroup pointers to functions), with the element type its declaration gives.
 // Used by the attention tests (test/helpers/wgsl-run.ts, emulatedAttentionTc) and matmul-tc-direct-emulated.test.ts; matmul-tc-emulated.test.ts keeps
 // its own, older stand-in.
 
