@@ -8,8 +8,8 @@
 // subgroup_id and subgroup_invocation_id come from the local invocation index (SG = 32, threads fill subgroups in
 // order). Each array (workgroup or storage) a fragment is loaded from or stored to gets its own functions (WGSL
 // passes no workgroup pointers to functions), with the element type its declaration gives.
-// Used by the attention tests (test/helpers/wgsl-run.ts, emulatedAttentionTc) and matmul-tc-direct-emulated.test.ts; matmul-tc-emulated.test.ts keeps
-// its own, older stand-in.
+// Used by the attention tests (test/helpers/wgsl-run.ts, emulatedAttentionTc) and matmul-tc-direct-emulated.test.ts;
+// matmul-tc-emulated.test.ts keeps its own, older stand-in.
 
 type Kind = 'left' | 'right' | 'result';
 
