@@ -37,7 +37,7 @@ interface Case {
   work: number;
   needsF16?: boolean;
   /** Runs only where tensorCorePlan (direct: tensorCoreDirectPlan) accepts the shape. */
-  tensorCores?: { M: number; N: number; K: number; transA: boolean; transB: boolean; tile?: TcTileName; direct?: boolean; splits?: number };
+  tensorCores?: { M: number; N: number; K: number; transA: boolean; transB: boolean; tile?: TcTileName; direct?: Direct; splits?: number };
   /** Allocates inputs; returns one dispatch, the tensors to free afterwards, and optionally a check of the
    * result after one dispatch (an error message, or null). */
   setup(gpu: Gpu): { run(): void; tensors: Tensor[]; verify?(): Promise<string | null> };
@@ -91,13 +91,17 @@ function matmulCase(layout: Layout, M: number, N: number, K: number, w: 'f32' | 
   };
 }
 
-/** Tensor cores: rows matmul_tc[<tile>|_direct]_<f16|f16w>_[<layout>_]MxNxK (no tile: matmul's default for the
- * shape; direct: matmul_tc_direct, f16w x·Wᵀ only). */
-function tcCase(layout: Layout, M: number, N: number, K: number, dt: 'f16' | 'f16w', tile?: TcTileName, direct = false, splits?: number): Case {
+/** matmul_tc_direct's two versions: fragments straight from storage (1), slices staged in workgroup memory (2). */
+type Direct = 'storage' | 'staged';
+
+/** Tensor cores: rows matmul_tc[<tile>|_direct|_staged][ks<splits>]_<f16|f16w>_[<layout>_]MxNxK (no tile: matmul's
+ * default for the shape; direct / staged: matmul_tc_direct's version 1 / 2, f16w x·Wᵀ only). */
+function tcCase(layout: Layout, M: number, N: number, K: number, dt: 'f16' | 'f16w', tile?: TcTileName, direct?: Direct, splits?: number): Case {
   const transA = layout === 'AtB';
   const transB = layout === 'xWt';
+  const kernel = direct ? `_${direct === 'staged' ? 'staged' : 'direct'}${splits ? `ks${splits}` : ''}` : (tile ?? '');
   return {
-    name: `matmul_tc${direct ? `_direct${splits ? `ks${splits}` : ''}` : (tile ?? '')}_${dt}_${layout === 'AB' ? '' : `${layout}_`}${M}x${N}x${K}`,
+    name: `matmul_tc${kernel}_${dt}_${layout === 'AB' ? '' : `${layout}_`}${M}x${N}x${K}`,
     unit: 'GFLOP/s',
     work: 2 * M * N * K,
     tensorCores: { M, N, K, transA, transB, tile, direct, splits },
@@ -119,7 +123,7 @@ function tcCase(layout: Layout, M: number, N: number, K: number, dt: 'f16' | 'f1
         const tolerance = dt === 'f16' ? 1e-5 : 2e-3;
         return worst < tolerance ? null : `worst sampled error ${worst.toExponential(2)} (relative to sqrt(K) + |y|), tolerance ${tolerance}`;
       };
-      const opts = { transA, transB, out, tcTile: tile, tcSplits: splits, label: 'bench.matmul_tc' };
+      const opts = { transA, transB, out, tcTile: tile, tcSplits: splits, tcStaged: direct === 'staged', label: 'bench.matmul_tc' };
       return { run: () => void matmulWith(gpu, direct ? 'tc_direct' : 'tc', a, b, opts), tensors: [a, b, out], verify };
     },
   };
@@ -240,10 +244,13 @@ export function kernelCases(quick: boolean): Case[] {
   }
   cases.push(tcCase('xWt', 4096, 4096, 4096, 'f16'), tcCase('xWt', 4096, 4096, 4096, 'f16w'));
   for (const M of [2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase('xWt', M, N, K, 'f16w'));
-  // tensor cores for batches of rows (decode, rollouts): matmul_tc_direct against the tiled kernel's default tile
-  for (const M of [64, 256, 512, 1024, 2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase('xWt', M, N, K, 'f16w', undefined, true));
-  cases.push(tcCase('xWt', 256, VOCAB, 1024, 'f16w', undefined, true));
-  for (const ks of [1, 2, 4, 8]) for (const [N, K] of [[3072, 1024], [1024, 3072], [2048, 1024]]) cases.push(tcCase('xWt', 256, N!, K!, 'f16w', undefined, true, ks));
+  // tensor cores for batches of rows (decode, rollouts): matmul_tc_direct's two versions against the tiled kernel's
+  // default tile
+  for (const direct of ['storage', 'staged'] as const) {
+    for (const M of [64, 256, 512, 1024, 2048, 8192]) for (const [N, K] of LINEARS) cases.push(tcCase('xWt', M, N, K, 'f16w', undefined, direct));
+    cases.push(tcCase('xWt', 256, VOCAB, 1024, 'f16w', undefined, direct));
+    for (const ks of [1, 2, 4, 8]) for (const [N, K] of [[3072, 1024], [1024, 3072], [2048, 1024]]) cases.push(tcCase('xWt', 256, N!, K!, 'f16w', undefined, direct, ks));
+  }
   for (const [N, K] of LINEARS) cases.push(tcCase('xWt', 256, N, K, 'f16w'));
   // backward dx = dy·W over 8192 tokens (W [out, in] read as [K, N])
   cases.push(tcCase('AB', 8192, 1024, 3072, 'f16w'), tcCase('AB', 8192, 3072, 1024, 'f16w'), tcCase('AB', 8192, 1024, 2048, 'f16w'));
@@ -256,7 +263,7 @@ export async function benchKernels(gpu: Gpu, opts: { quick: boolean; filter?: st
     if (opts.filter && !c.name.includes(opts.filter)) continue;
     if (c.needsF16 && !gpu.f16) continue;
     const tc = c.tensorCores;
-    if (tc && typeof (tc.direct ? tensorCoreDirectPlan(gpu, tc, 'f32', 'f16', tc.splits) : tensorCorePlan(gpu, tc, tc.tile)) === 'string') continue;
+    if (tc && typeof (tc.direct ? tensorCoreDirectPlan(gpu, tc, 'f32', 'f16', tc.splits, tc.direct === 'staged') : tensorCorePlan(gpu, tc, tc.tile)) === 'string') continue;
     const { run, tensors, verify } = c.setup(gpu);
     try {
       if (verify) {

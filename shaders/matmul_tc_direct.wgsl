@@ -3,23 +3,37 @@
 // 'tc_direct'):
 // - x arrives as f16 [MP, K]: the f32 activations times a power-of-two scale per row, MP = M padded with zero
 //   rows to whole 64-row tiles (shaders/absmax_scale.wgsl rows_f16); W is f16 [N, K] (nn.Linear weights) with N
-//   a multiple of a subgroup's 4·SN columns and K of SK. So every fragment is loaded straight from storage, in
-//   bounds, with no staging in workgroup memory and no barrier in the K loop.
+//   a multiple of a subgroup's 4·SN columns and K of SK (of KS·SK when STAGED). So every load is in bounds.
 // - Few rows make few output tiles (256 rows x 3072 columns: 192 of 64x64), too few subgroups to hide the loads'
-//   latency. So the KS subgroups of a workgroup share one 64x64 tile, each over its p.kPart of K, and the epilogue
-//   sums their partial products through workgroup memory, one fragment at a time.
-// - The next step's 8 fragments are loaded before the current step's 16 products. The K loop counts steps
-//   (p.kPart / SK, the same for every subgroup), so its control flow is uniform across the workgroup.
+//   latency. So the KS subgroups of a workgroup share one 64x64 tile, each over its own part of K, and the
+//   epilogue sums their partial products through workgroup memory, one fragment at a time.
+// - Two ways to feed the tensor cores, by the variant const STAGED:
+//   - false (version 1): each subgroup loads its fragments straight from storage over its p.kPart of K, no
+//     workgroup memory and no barrier in the K loop; the next step's 8 fragments are loaded before the current
+//     step's 16 products. Loads of fragments from storage held this to 42-49 TFLOP/s even with plenty of tiles
+//     (H200, bench/RESULTS.md 2026-12-03), where fragments from workgroup memory reach 170.
+//   - true (version 2): each KT = KS·SK deep slice of the tile's 64 rows of x and of W is loaded by all the
+//     workgroup's threads in 16-byte loads (KT/8 consecutive ones a row) and staged as f16 in workgroup memory,
+//     and subgroup s multiplies the slice's s-th SK-deep part: the same K split, interleaved a slice at a time, so
+//     that one coalesced load serves every subgroup. The next slice is loaded into registers before this slice's
+//     products; two barriers a slice. Staged rows are padded by 8 halves (16 bytes) so that the rows a fragment
+//     load reads together fall in different banks.
+//   Either way the K loop counts steps, the same for every subgroup, so its control flow is uniform.
 // - The epilogue reads the row scales it needs (4·NE a thread) all at once after the K loop, not one global load
 //   waited for in each of the 16 fragments' writes.
 // - Each subgroup holds its 4 x 4 fragments in sixteen named accumulators (an array of them would live in local
 //   memory on the H200: bench/RESULTS.md, tensor-core matmul version 3).
-// Variant consts: SM, SN, SK (the subgroup matrix config), SG (subgroup size), KS (subgroups a workgroup).
+// Variant consts: SM, SN, SK (the subgroup matrix config), SG (subgroup size), KS (subgroups a workgroup), STAGED.
 struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, kPart: u32, _p0: u32, _p1: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
+#if STAGED
+@group(0) @binding(1) var<storage, read> x: array<vec4u>;  // 8 halves a load
+@group(0) @binding(2) var<storage, read> w: array<vec4u>;
+#else
 @group(0) @binding(1) var<storage, read> x: array<f16>;
 @group(0) @binding(2) var<storage, read> w: array<f16>;
+#endif
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> scaleX: array<f32>;
 
@@ -35,6 +49,44 @@ const NE = FRAG / THREADS;  // elements of a fragment a thread writes (the host 
 
 // One fragment of each subgroup's partial product, side by side.
 var<workgroup> tileC: array<f32, KS * FRAG>;
+
+#if STAGED
+const KT = KS * SK;  // depth of a staged slice
+const LD = KT + 8u;  // staged row stride, in halves
+const LOADS = KT / 8u;  // 16-byte loads a row of a slice
+const UX = BM * LOADS / THREADS;  // loads of x's slice a thread makes (of W's: the same, BN = BM)
+const_assert BM == BN && UX == 4u;  // the host plans STAGED for 16 x 16 fragments and subgroups of 32 only
+var<workgroup> tileX: array<f16, BM * LD>;
+var<workgroup> tileW: array<f16, BN * LD>;
+
+// The u-th 16-byte load of this thread's share of a slice at depth k0: its index in x (or W) from the tile's first
+// row `first`, and where its 8 halves go in the staged slice.
+fn sliceLoad(u: u32, lid: u32, first: u32, k0: u32) -> u32 {
+  let i = lid + u * THREADS;
+  return (first + i / LOADS) * (p.K / 8u) + k0 / 8u + i % LOADS;
+}
+fn stagedAt(u: u32, lid: u32) -> u32 {
+  let i = lid + u * THREADS;
+  return (i / LOADS) * LD + (i % LOADS) * 8u;
+}
+// The 8 halves of a 16-byte load (through f32: exact for every f16, and the same WGSL under wgpu, whose naga
+// rejects components of bitcast<vec2<f16>>).
+fn halves(v: vec4u) -> array<f16, 8> {
+  let a = unpack2x16float(v.x);
+  let b = unpack2x16float(v.y);
+  let c = unpack2x16float(v.z);
+  let d = unpack2x16float(v.w);
+  return array(f16(a.x), f16(a.y), f16(b.x), f16(b.y), f16(c.x), f16(c.y), f16(d.x), f16(d.y));
+}
+fn stageX(at: u32, v: vec4u) {
+  let h = halves(v);
+  for (var j = 0u; j < 8u; j++) { tileX[at + j] = h[j]; }
+}
+fn stageW(at: u32, v: vec4u) {
+  let h = halves(v);
+  for (var j = 0u; j < 8u; j++) { tileW[at + j] = h[j]; }
+}
+#endif
 
 // Sums the fragment each subgroup just stored in tileC and writes it to out at (row, col): the thread's NE
 // elements lid + j·THREADS, whose rows' alpha / scale are inv[j] (rows past M are padding: never written).
@@ -69,13 +121,6 @@ fn rowFactors(row: u32, lid: u32) -> array<f32, NE> {
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @builtin(local_invocation_index) lid: u32) {
   let row0 = wid.y * BM;
   let col0 = wid.x * BN;
-  let kBegin = sid * p.kPart;  // the host makes kPart a multiple of SK and KS·kPart = K
-  let kLast = kBegin + p.kPart - SK;
-  let steps = p.kPart / SK;
-  let xa = row0 * p.K;
-  let wb = col0 * p.K;
-  let xs = SM * p.K;  // between fragment rows of x
-  let ws = SN * p.K;  // between fragment columns of W
 
   var c00 = Acc();
   var c01 = Acc();
@@ -94,24 +139,85 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   var c32 = Acc();
   var c33 = Acc();
 
-  var a0 = subgroupMatrixLoad<Left, row_major>(&x, xa + kBegin, p.K);
-  var a1 = subgroupMatrixLoad<Left, row_major>(&x, xa + xs + kBegin, p.K);
-  var a2 = subgroupMatrixLoad<Left, row_major>(&x, xa + 2u * xs + kBegin, p.K);
-  var a3 = subgroupMatrixLoad<Left, row_major>(&x, xa + 3u * xs + kBegin, p.K);
-  var b0 = subgroupMatrixLoad<Right, col_major>(&w, wb + kBegin, p.K);
-  var b1 = subgroupMatrixLoad<Right, col_major>(&w, wb + ws + kBegin, p.K);
-  var b2 = subgroupMatrixLoad<Right, col_major>(&w, wb + 2u * ws + kBegin, p.K);
-  var b3 = subgroupMatrixLoad<Right, col_major>(&w, wb + 3u * ws + kBegin, p.K);
+#if STAGED
+  let steps = p.K / KT;
+  let kk = sid * SK;  // this subgroup's part of each slice
+  var x0 = x[sliceLoad(0u, lid, row0, 0u)];
+  var x1 = x[sliceLoad(1u, lid, row0, 0u)];
+  var x2 = x[sliceLoad(2u, lid, row0, 0u)];
+  var x3 = x[sliceLoad(3u, lid, row0, 0u)];
+  var w0 = w[sliceLoad(0u, lid, col0, 0u)];
+  var w1 = w[sliceLoad(1u, lid, col0, 0u)];
+  var w2 = w[sliceLoad(2u, lid, col0, 0u)];
+  var w3 = w[sliceLoad(3u, lid, col0, 0u)];
+#else
+  let kBegin = sid * p.kPart;  // the host makes kPart a multiple of SK and KS·kPart = K
+  let kLast = kBegin + p.kPart - SK;
+  let steps = p.kPart / SK;
+  let xa = row0 * p.K;
+  let wb = col0 * p.K;
+  let xs = SM * p.K;  // between fragment rows of x
+  let ws = SN * p.K;  // between fragment columns of W
+  var na0 = subgroupMatrixLoad<Left, row_major>(&x, xa + kBegin, p.K);
+  var na1 = subgroupMatrixLoad<Left, row_major>(&x, xa + xs + kBegin, p.K);
+  var na2 = subgroupMatrixLoad<Left, row_major>(&x, xa + 2u * xs + kBegin, p.K);
+  var na3 = subgroupMatrixLoad<Left, row_major>(&x, xa + 3u * xs + kBegin, p.K);
+  var nb0 = subgroupMatrixLoad<Right, col_major>(&w, wb + kBegin, p.K);
+  var nb1 = subgroupMatrixLoad<Right, col_major>(&w, wb + ws + kBegin, p.K);
+  var nb2 = subgroupMatrixLoad<Right, col_major>(&w, wb + 2u * ws + kBegin, p.K);
+  var nb3 = subgroupMatrixLoad<Right, col_major>(&w, wb + 3u * ws + kBegin, p.K);
+#endif
   for (var step = 0u; step < steps; step++) {
+#if STAGED
+    workgroupBarrier();  // every subgroup has loaded its fragments of the previous slice
+    stageX(stagedAt(0u, lid), x0);
+    stageX(stagedAt(1u, lid), x1);
+    stageX(stagedAt(2u, lid), x2);
+    stageX(stagedAt(3u, lid), x3);
+    stageW(stagedAt(0u, lid), w0);
+    stageW(stagedAt(1u, lid), w1);
+    stageW(stagedAt(2u, lid), w2);
+    stageW(stagedAt(3u, lid), w3);
+    workgroupBarrier();
+    if (step + 1u < steps) {  // the next slice, in flight during this one's products
+      let kn = (step + 1u) * KT;
+      x0 = x[sliceLoad(0u, lid, row0, kn)];
+      x1 = x[sliceLoad(1u, lid, row0, kn)];
+      x2 = x[sliceLoad(2u, lid, row0, kn)];
+      x3 = x[sliceLoad(3u, lid, row0, kn)];
+      w0 = w[sliceLoad(0u, lid, col0, kn)];
+      w1 = w[sliceLoad(1u, lid, col0, kn)];
+      w2 = w[sliceLoad(2u, lid, col0, kn)];
+      w3 = w[sliceLoad(3u, lid, col0, kn)];
+    }
+    let a0 = subgroupMatrixLoad<Left, row_major>(&tileX, kk, LD);
+    let a1 = subgroupMatrixLoad<Left, row_major>(&tileX, SM * LD + kk, LD);
+    let a2 = subgroupMatrixLoad<Left, row_major>(&tileX, 2u * SM * LD + kk, LD);
+    let a3 = subgroupMatrixLoad<Left, row_major>(&tileX, 3u * SM * LD + kk, LD);
+    let b0 = subgroupMatrixLoad<Right, col_major>(&tileW, kk, LD);
+    let b1 = subgroupMatrixLoad<Right, col_major>(&tileW, SN * LD + kk, LD);
+    let b2 = subgroupMatrixLoad<Right, col_major>(&tileW, 2u * SN * LD + kk, LD);
+    let b3 = subgroupMatrixLoad<Right, col_major>(&tileW, 3u * SN * LD + kk, LD);
+#else
+    // this step's fragments, and the next step's loads in flight during its products
+    let a0 = na0;
+    let a1 = na1;
+    let a2 = na2;
+    let a3 = na3;
+    let b0 = nb0;
+    let b1 = nb1;
+    let b2 = nb2;
+    let b3 = nb3;
     let kn = min(kBegin + (step + 1u) * SK, kLast);  // the last step loads its own fragments again: in bounds, unused
-    let na0 = subgroupMatrixLoad<Left, row_major>(&x, xa + kn, p.K);
-    let na1 = subgroupMatrixLoad<Left, row_major>(&x, xa + xs + kn, p.K);
-    let na2 = subgroupMatrixLoad<Left, row_major>(&x, xa + 2u * xs + kn, p.K);
-    let na3 = subgroupMatrixLoad<Left, row_major>(&x, xa + 3u * xs + kn, p.K);
-    let nb0 = subgroupMatrixLoad<Right, col_major>(&w, wb + kn, p.K);
-    let nb1 = subgroupMatrixLoad<Right, col_major>(&w, wb + ws + kn, p.K);
-    let nb2 = subgroupMatrixLoad<Right, col_major>(&w, wb + 2u * ws + kn, p.K);
-    let nb3 = subgroupMatrixLoad<Right, col_major>(&w, wb + 3u * ws + kn, p.K);
+    na0 = subgroupMatrixLoad<Left, row_major>(&x, xa + kn, p.K);
+    na1 = subgroupMatrixLoad<Left, row_major>(&x, xa + xs + kn, p.K);
+    na2 = subgroupMatrixLoad<Left, row_major>(&x, xa + 2u * xs + kn, p.K);
+    na3 = subgroupMatrixLoad<Left, row_major>(&x, xa + 3u * xs + kn, p.K);
+    nb0 = subgroupMatrixLoad<Right, col_major>(&w, wb + kn, p.K);
+    nb1 = subgroupMatrixLoad<Right, col_major>(&w, wb + ws + kn, p.K);
+    nb2 = subgroupMatrixLoad<Right, col_major>(&w, wb + 2u * ws + kn, p.K);
+    nb3 = subgroupMatrixLoad<Right, col_major>(&w, wb + 3u * ws + kn, p.K);
+#endif
     c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
     c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
     c20 = subgroupMatrixMultiplyAccumulate(a2, b0, c20);
@@ -128,14 +234,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
     c13 = subgroupMatrixMultiplyAccumulate(a1, b3, c13);
     c23 = subgroupMatrixMultiplyAccumulate(a2, b3, c23);
     c33 = subgroupMatrixMultiplyAccumulate(a3, b3, c33);
-    a0 = na0;
-    a1 = na1;
-    a2 = na2;
-    a3 = na3;
-    b0 = nb0;
-    b1 = nb1;
-    b2 = nb2;
-    b3 = nb3;
   }
 
   // Every row factor's load in flight together, once, not one wait per fragment (16 of them).

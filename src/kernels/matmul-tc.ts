@@ -7,8 +7,9 @@
 // keep the f32 kernels. Versions 1 (fragments straight from storage) and 2 (32-deep slices, whole tiles
 // only) were measured in bench/RESULTS.md (3-7% of cuBLAS) and replaced by this one.
 // Batches of rows too few for 128-row tiles (decode, rollouts) take shaders/matmul_tc_direct.wgsl instead
-// (variant 'tc_direct'): x·Wᵀ with f16 W, x cast to f16 with its row scales first, fragments loaded straight
-// from storage, K split across a workgroup's subgroups.
+// (variant 'tc_direct'): x·Wᵀ with f16 W, x cast to f16 with its row scales first, K split across a workgroup's
+// subgroups, fragments loaded straight from storage (version 1) or from slices staged in workgroup memory by
+// 16-byte loads (version 2, `staged`).
 import type { DType } from '../gpu/dtype.ts';
 import type { BufferSlice, Gpu, SubgroupMatrixConfig } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
@@ -144,9 +145,12 @@ function largestConfig(gpu: Gpu, depthDivides = 0): SubgroupMatrixConfig | undef
 export interface TcDirectPlan {
   config: SubgroupMatrixConfig;
   subgroupSize: number;
-  /** Subgroups of a workgroup, each over kPart of K for the same output tile. */
+  /** Subgroups of a workgroup, each over a part of K for the same output tile. */
   ks: number;
+  /** Depth each subgroup covers (version 1: one contiguous part; staged: an SK-deep part of each KS·SK slice). */
   kPart: number;
+  /** Version 2: fragments from slices staged in workgroup memory, not straight from storage. */
+  staged: boolean;
   /** Outputs per workgroup, and M padded to whole tiles (the rows of the f16 copy of x). */
   bm: number;
   bn: number;
@@ -158,8 +162,23 @@ export interface TcDirectPlan {
  * 512, the earlier figure, gave half the split on most and ran them 1.1-1.2x slower). */
 const DIRECT_SUBGROUPS = 768;
 const DIRECT_MAX_KS = 8;
+/** The staged version's split stays at 4 unless asked: 8 subgroups stage 128-deep slices, 43 KiB of workgroup memory,
+ * past the ~24 KiB from which an H100 ran the tiled kernel 1.6-1.8x slower (bench/RESULTS.md, 2026-12-06). */
+const STAGED_DEFAULT_MAX_KS = 4;
 /** The least depth a subgroup of matmul_tc_direct keeps (8 steps of 16). */
 const DIRECT_MIN_KPART = 128;
+/** Staged rows' padding, in halves (LD in the shader). */
+const STAGED_PAD = 8;
+
+/** Whether matmul_tc_direct stages its slices (version 2) unless a choice says otherwise: TROUPE_TC_DIRECT=staged or
+ * storage (version 1, the default), read once. */
+let stagedFromEnv: boolean | undefined;
+export function directStagedDefault(): boolean {
+  if (stagedFromEnv !== undefined) return stagedFromEnv;
+  const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.TROUPE_TC_DIRECT;
+  if (v !== undefined && v !== '' && v !== 'staged' && v !== 'storage') throw new ShapeError(`TROUPE_TC_DIRECT=${v}: expected staged or storage`);
+  return (stagedFromEnv = v === 'staged');
+}
 
 /** Rows of x as matmul_tc_direct reads it: M padded to whole tiles of FRAGS fragments. */
 function directPaddedRows(M: number, config: SubgroupMatrixConfig): number {
@@ -167,9 +186,17 @@ function directPaddedRows(M: number, config: SubgroupMatrixConfig): number {
   return ceilDiv(M, bm) * bm;
 }
 
+/** Bytes of workgroup memory matmul_tc_direct takes with ks subgroups: one result fragment each, and (staged) the
+ * slices of x and W. */
+export function directBytes(ks: number, staged: boolean, c: SubgroupMatrixConfig): number {
+  const slices = staged ? 2 * FRAGS * c.M * (ks * c.K + STAGED_PAD) * 2 : 0;
+  return slices + 4 * ks * c.M * c.N;
+}
+
 /** How a x [M, K] f32 · W [N, K]ᵀ f16 product runs on matmul_tc_direct here, or the reason it cannot; `splits`
- * fixes the subgroups a workgroup (1, 2, 4 or 8; default: by shape). */
-export function tensorCoreDirectPlan(gpu: Gpu, s: TcShape, da: DType, db: DType, splits?: number): TcDirectPlan | string {
+ * fixes the subgroups a workgroup (1, 2, 4 or 8; default: by shape), `staged` the version (default:
+ * directStagedDefault()). */
+export function tensorCoreDirectPlan(gpu: Gpu, s: TcShape, da: DType, db: DType, splits?: number, staged = directStagedDefault()): TcDirectPlan | string {
   const why = tensorCoreUnavailable(gpu);
   if (why) return why;
   if (s.transA || !s.transB) return 'direct tensor cores take x·Wᵀ only (a [M, K], b [N, K])';
@@ -181,20 +208,27 @@ export function tensorCoreDirectPlan(gpu: Gpu, s: TcShape, da: DType, db: DType,
   const mp = directPaddedRows(s.M, config);
   const tiles = (mp / bm) * (s.N / bn);
   const subgroupSize = gpu.report.subgroups!.maxSize;
+  // Staged: each thread makes 4 of a slice's 16-byte loads of x and of W (the shader's named registers).
+  if (staged && (config.M !== config.N || config.M * config.K !== 8 * subgroupSize)) {
+    return `staged direct tensor cores need square fragments of 8 x ${subgroupSize} elements (subgroups of ${subgroupSize}), not ${config.M}x${config.N}x${config.K}`;
+  }
   // The epilogue gives each thread whole elements of a fragment: at most M·N threads a workgroup.
   const maxKs = Math.min(DIRECT_MAX_KS, Math.floor((config.M * config.N) / subgroupSize));
+  // A split of ks needs whole SK-deep steps in each of its ks parts (staged: whole ks·SK-deep slices, the same).
+  const divides = (ks: number) => s.K % (ks * config.K) === 0;
   let ks = 1;
-  while (ks < maxKs && tiles * ks < DIRECT_SUBGROUPS && s.K % (2 * ks * config.K) === 0 && s.K / (2 * ks) >= DIRECT_MIN_KPART) ks *= 2;
+  while (ks < Math.min(maxKs, staged ? STAGED_DEFAULT_MAX_KS : maxKs) && tiles * ks < DIRECT_SUBGROUPS && divides(2 * ks) && s.K / (2 * ks) >= DIRECT_MIN_KPART) ks *= 2;
   if (splits !== undefined) {
-    if (![1, 2, 4, 8].includes(splits) || s.K % (splits * config.K) !== 0) return `K ${s.K} does not split into ${splits} parts of whole ${config.K}-deep steps`;
+    if (![1, 2, 4, 8].includes(splits) || !divides(splits)) return `K ${s.K} does not split into ${splits} parts of whole ${config.K}-deep steps`;
     if (splits > maxKs) return `${splits} subgroups of ${subgroupSize} are more threads than a ${config.M}x${config.N} fragment has elements`;
     ks = splits;
   }
   if (ks * subgroupSize > gpu.limits.maxComputeInvocationsPerWorkgroup) return `${ks} subgroups of ${subgroupSize} exceed the workgroup's invocations`;
-  if (ks * config.M * config.N * 4 > gpu.limits.maxComputeWorkgroupStorageSize) return `${ks} fragments exceed the workgroup memory`;
+  const bytes = directBytes(ks, staged, config);
+  if (bytes > gpu.limits.maxComputeWorkgroupStorageSize) return `${ks} subgroups${staged ? ' staged' : ''} need ${bytes} bytes of workgroup memory (limit ${gpu.limits.maxComputeWorkgroupStorageSize})`;
   const maxWg = gpu.limits.maxComputeWorkgroupsPerDimension;
   if (s.N / bn > maxWg || mp / bm > maxWg) return `${s.M}x${s.N} needs more than ${maxWg} workgroups a dimension`;
-  return { config, subgroupSize, ks, kPart: s.K / ks, bm, bn, mp };
+  return { config, subgroupSize, ks, kPart: s.K / ks, staged, bm, bn, mp };
 }
 
 /** x [M, K] f32 as matmul_tc_direct (and the tiled kernel, tiledCastsA) reads it: cast to f16 with power-of-two row
@@ -248,7 +282,7 @@ export function dispatchTensorCoreDirect(gpu: Gpu, plan: TcDirectPlan, x: Tensor
   const { M: SM, N: SN, K: SK } = plan.config;
   gpu.dispatch({
     shader: 'matmul_tc_direct',
-    variant: { enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'], consts: { SM, SN, SK, SG: plan.subgroupSize, KS: plan.ks } },
+    variant: { enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'], consts: { SM, SN, SK, SG: plan.subgroupSize, KS: plan.ks, STAGED: plan.staged } },
     uniforms: new Uniforms().u32(s.M).u32(s.N).u32(s.K).u32(accumulate ? 1 : 0).f32(alpha).u32(plan.kPart).u32(0).u32(0),
     bindings: [cast.x16, w, out, cast.scale],
     workgroups: [s.N / plan.bn, plan.mp / plan.bm],

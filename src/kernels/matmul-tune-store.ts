@@ -51,7 +51,13 @@ function parseChoice(v: unknown, where: string): MatmulChoice {
   if (!c || typeof c !== 'object' || typeof c.variant !== 'string' || !VARIANTS.has(c.variant)) throw new TuningError(`${where}: no known kernel variant`);
   if (c.tcTile !== undefined && typeof c.tcTile !== 'string') throw new TuningError(`${where}: tcTile is not a tile name`);
   if (c.tcSplits !== undefined && !Number.isInteger(c.tcSplits)) throw new TuningError(`${where}: tcSplits is not an integer`);
-  return { variant: c.variant, ...(c.tcTile !== undefined ? { tcTile: c.tcTile } : {}), ...(c.tcSplits !== undefined ? { tcSplits: c.tcSplits } : {}) };
+  if (c.tcStaged !== undefined && typeof c.tcStaged !== 'boolean') throw new TuningError(`${where}: tcStaged is not true or false`);
+  return {
+    variant: c.variant,
+    ...(c.tcTile !== undefined ? { tcTile: c.tcTile } : {}),
+    ...(c.tcSplits !== undefined ? { tcSplits: c.tcSplits } : {}),
+    ...(c.tcStaged !== undefined ? { tcStaged: c.tcStaged } : {}),
+  };
 }
 
 /** A table from its JSON text; `source` names it in errors. Checks the format and every entry's fields, and (with

@@ -21,8 +21,10 @@ export function matmulCandidates(gpu: Gpu, s: TuneShape): MatmulChoice[] {
   for (const tcTile of Object.keys(TC_TILES) as TcTileName[]) {
     if (typeof tensorCorePlan(gpu, s, tcTile) !== 'string') out.push({ variant: 'tc', tcTile });
   }
-  for (const tcSplits of SPLITS) {
-    if (typeof tensorCoreDirectPlan(gpu, s, s.a, s.b, tcSplits) !== 'string') out.push({ variant: 'tc_direct', tcSplits });
+  for (const tcStaged of [false, true]) {
+    for (const tcSplits of SPLITS) {
+      if (typeof tensorCoreDirectPlan(gpu, s, s.a, s.b, tcSplits, tcStaged) !== 'string') out.push({ variant: 'tc_direct', tcSplits, tcStaged });
+    }
   }
   return out;
 }
@@ -60,7 +62,7 @@ async function tuneShape(gpu: Gpu, s: TuneShape, wait: number, roundS: number, r
   const a = randomNormal(gpu, gpu.tensor(s.transA ? [s.K, s.M] : [s.M, s.K], s.a, 'tune.a'), s.M + s.K);
   const b = randomNormal(gpu, gpu.tensor(s.transB ? [s.N, s.K] : [s.K, s.N], s.b, 'tune.b'), s.N + 7 * s.K, 0, 1 / Math.sqrt(s.K));
   const out = gpu.tensor([s.M, s.N], 'f32', 'tune.out');
-  const run = (c: MatmulChoice) => matmulWith(gpu, c.variant, a, b, { transA: s.transA, transB: s.transB, out, tcTile: c.tcTile, tcSplits: c.tcSplits, label: `tune ${choiceName(c)}` });
+  const run = (c: MatmulChoice) => matmulWith(gpu, c.variant, a, b, { transA: s.transA, transB: s.transB, out, tcTile: c.tcTile, tcSplits: c.tcSplits, tcStaged: c.tcStaged, label: `tune ${choiceName(c)}` });
   try {
     run(reference);
     const want = await head(gpu, out);
@@ -92,7 +94,7 @@ function pickMatmulAuto(gpu: Gpu, s: TuneShape): MatmulChoice {
   }
   if (variant === 'tc_direct') {
     const plan = tensorCoreDirectPlan(gpu, s, s.a, s.b);
-    if (typeof plan !== 'string') return { variant, tcSplits: plan.ks };
+    if (typeof plan !== 'string') return { variant, tcSplits: plan.ks, tcStaged: plan.staged };
   }
   return { variant };
 }

@@ -16,6 +16,8 @@ export interface MatmulChoice {
   variant: MatmulVariant;
   tcTile?: TcTileName;
   tcSplits?: number;
+  /** tc_direct: slices staged in workgroup memory (version 2); absent: the default version. */
+  tcStaged?: boolean;
 }
 
 export interface TuneShape extends MatmulShape, OperandTypes {}
@@ -33,10 +35,10 @@ export function fasterThanHeuristic(entries: readonly TunedEntry[]): number {
   return entries.filter((e) => e.seconds * 1.03 < e.autoSeconds).length;
 }
 
-/** 'tc:128x128k16', 'tc_direct/4', 'tile64v': how tables and reports name a choice. */
+/** 'tc:128x128k16', 'tc_direct/4', 'tc_direct/4s' (staged), 'tile64v': how tables and reports name a choice. */
 export function choiceName(c: MatmulChoice): string {
   if (c.tcTile) return `${c.variant}:${c.tcTile}`;
-  if (c.tcSplits !== undefined) return `${c.variant}/${c.tcSplits}`;
+  if (c.tcSplits !== undefined) return `${c.variant}/${c.tcSplits}${c.tcStaged ? 's' : ''}`;
   return c.variant;
 }
 

@@ -31,6 +31,9 @@ export interface MatmulOptions {
   tcTile?: TcTileName;
   /** Subgroups a workgroup of the tc_direct variant, each over a part of K (default: by shape). */
   tcSplits?: number;
+  /** tc_direct's version: slices staged in workgroup memory (true) or fragments from storage (default:
+   * directStagedDefault, TROUPE_TC_DIRECT). */
+  tcStaged?: boolean;
   /** a already cast to f16 rows (castDirectRows) for the tensor-core variants: products that share their input cast
    * it once. Only where tc_direct, or tc with tiledCastsA, runs (pickMatmulVariant says which). */
   x16?: DirectRows;
@@ -193,7 +196,7 @@ export function pickMatmul(gpu: Gpu, shape: MatmulShape, dtypes?: OperandTypes, 
 export function choiceRuns(gpu: Gpu, c: MatmulChoice, s: MatmulShape, t: OperandTypes): boolean {
   if (!matmulSupports(c.variant, s)) return false;
   if (c.variant === 'tc') return typeof tensorCorePlan(gpu, s, c.tcTile) !== 'string';
-  if (c.variant === 'tc_direct') return typeof tensorCoreDirectPlan(gpu, s, t.a, t.b, c.tcSplits) !== 'string';
+  if (c.variant === 'tc_direct') return typeof tensorCoreDirectPlan(gpu, s, t.a, t.b, c.tcSplits, c.tcStaged) !== 'string';
   return true;
 }
 
@@ -373,7 +376,7 @@ export function matmulWith(gpu: Gpu, variant: MatmulVariant | null, a: Tensor, b
     if (typeof plan === 'string') throw new TensorCoreError(`${name}: cannot run ${M}x${N}x${K} on tensor cores here: ${plan}`);
     dispatchTensorCore(gpu, plan, a, b, out, shape, alpha, accumulate, name, opts.x16);
   } else if (v === 'tc_direct') {
-    const plan = tensorCoreDirectPlan(gpu, shape, a.dtype, b.dtype, opts.tcSplits ?? picked.tcSplits);
+    const plan = tensorCoreDirectPlan(gpu, shape, a.dtype, b.dtype, opts.tcSplits ?? picked.tcSplits, opts.tcStaged ?? picked.tcStaged);
     if (typeof plan === 'string') throw new TensorCoreError(`${name}: cannot run ${M}x${N}x${K} on direct tensor cores here: ${plan}`);
     dispatchTensorCoreDirect(gpu, plan, a, b, out, shape, alpha, accumulate, name, opts.x16);
   } else if (v === 'rows') {

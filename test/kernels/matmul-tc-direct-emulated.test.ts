@@ -1,13 +1,15 @@
 // shaders/matmul_tc_direct.wgsl (x·Wᵀ on tensor cores for 128-2047 rows) on the CPU drivers, its subgroup matrices
 // emulated in plain WGSL (test/helpers/subgroup-matrix-emulation.ts). Under Deno (lavapipe has shader-f16) the
-// kernel runs as written, f16 fragments loaded straight from storage: K split over 2 and 8 subgroups of a
-// workgroup, whole and padded row tiles, several column tiles, power-of-two row scales, alpha and accumulation,
-// against a float64 reference over the same f16 operands. Under Node (SwiftShader has no f16) it is compiled only,
+// kernel runs as written, both versions: f16 fragments loaded straight from storage (K split over 2 and 8
+// subgroups of a workgroup) and from slices staged in workgroup memory (1, 2 and 4 subgroups, several slices);
+// whole and padded row tiles, several column tiles, power-of-two row scales, alpha and accumulation, against a
+// float64 reference over the same f16 operands. Under Node (SwiftShader has no f16) it is compiled only,
 // f16 read as f32. On a GPU with subgroup matrices the kernel itself runs through matmul (matmul-tc.test.ts).
 import { describe, expect, it } from 'vitest';
 import { toF16Array, fromF16Array } from '../../src/gpu/dtype.ts';
 import { type Gpu, variantHeader } from '../../src/gpu/gpu.ts';
 import { SHADERS } from '../../src/generated/shaders.ts';
+import { preprocessWgsl } from '../../src/gpu/preprocess.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { emulateSubgroupMatrices } from '../helpers/subgroup-matrix-emulation.ts';
@@ -15,9 +17,12 @@ import { compileChecked, dispatchEntry, storageBuffer, uniformBuffer } from '../
 
 const TILE = 64; // rows and columns of out a workgroup: 4 x 4 fragments of 16
 
-/** The kernel for `ks` subgroups of 32 with its subgroup matrices emulated; f16 read as f32 where the device lacks it. */
-function emulatedDirect(gpu: Gpu, ks: number): string {
-  const code = variantHeader({ enables: gpu.f16 ? ['f16'] : [], consts: { SM: 16, SN: 16, SK: 16, SG: 32, KS: ks } }) + emulateSubgroupMatrices(SHADERS.matmul_tc_direct!, ks);
+/** The kernel (staged: version 2) for `ks` subgroups of 32 with its subgroup matrices emulated; f16 read as f32 where
+ * the device lacks it. */
+function emulatedDirect(gpu: Gpu, ks: number, staged: boolean): string {
+  const consts = { SM: 16, SN: 16, SK: 16, SG: 32, KS: ks, STAGED: staged };
+  const source = preprocessWgsl(SHADERS.matmul_tc_direct!, consts, 'matmul_tc_direct');
+  const code = variantHeader({ enables: gpu.f16 ? ['f16'] : [], consts }) + emulateSubgroupMatrices(source, ks);
   return gpu.f16 ? code : code.replace(/\bf16\b/g, 'f32');
 }
 
@@ -26,6 +31,7 @@ interface Case {
   N: number;
   K: number;
   ks: number;
+  staged: boolean;
   alpha: number;
   accumulate: boolean;
 }
@@ -53,7 +59,7 @@ async function run(gpu: Gpu, c: Case, seed: number) {
   const packed = (h: Uint16Array) => (gpu.f16 ? new Uint32Array(h.buffer, h.byteOffset, h.length / 2) : fromF16Array(h));
   const out = storageBuffer(gpu, out0, GPUBufferUsage.COPY_SRC);
   const buffers = [uniformBuffer(gpu, params), storageBuffer(gpu, packed(x16)), storageBuffer(gpu, packed(w16)), out, storageBuffer(gpu, scale)];
-  const module = await compileChecked(gpu, emulatedDirect(gpu, c.ks));
+  const module = await compileChecked(gpu, emulatedDirect(gpu, c.ks, c.staged));
   await dispatchEntry(gpu, module, 'main', { ...buffers }, [c.N / TILE, mp / TILE]);
   const got = new Float32Array(await gpu.readBytes(out, 0, c.M * c.N * 4, 'emulated matmul_tc_direct out'));
   for (const b of buffers) b.destroy();
@@ -62,19 +68,24 @@ async function run(gpu: Gpu, c: Case, seed: number) {
 
 const isDeno = 'Deno' in globalThis;
 
-describe.runIf(isDeno)('matmul_tc_direct, subgroup matrices emulated (f16 fragments from storage)', () => {
+describe.runIf(isDeno)('matmul_tc_direct, subgroup matrices emulated (f16 fragments from storage or staged)', () => {
   const cases: Case[] = [
     // two row tiles (the second padded), two column tiles, 3 steps a subgroup, 4 elements of a fragment a thread
-    { M: 70, N: 128, K: 96, ks: 2, alpha: 0.75, accumulate: true },
-    { M: 37, N: 64, K: 160, ks: 2, alpha: 1, accumulate: false },
+    { M: 70, N: 128, K: 96, ks: 2, staged: false, alpha: 0.75, accumulate: true },
+    { M: 37, N: 64, K: 160, ks: 2, staged: false, alpha: 1, accumulate: false },
     // 2 steps a subgroup, every thread one element of a fragment, 8 partial products summed
-    { M: 5, N: 64, K: 256, ks: 8, alpha: -2, accumulate: false },
+    { M: 5, N: 64, K: 256, ks: 8, staged: false, alpha: -2, accumulate: false },
+    // staged: 3 slices of 32 (two rows of tiles, the second padded; two columns), 5 slices of 16 (one subgroup),
+    // 2 slices of 64 (4 subgroups, 2 elements of a fragment a thread)
+    { M: 70, N: 128, K: 96, ks: 2, staged: true, alpha: 0.75, accumulate: true },
+    { M: 20, N: 64, K: 80, ks: 1, staged: true, alpha: 1, accumulate: false },
+    { M: 64, N: 128, K: 128, ks: 4, staged: true, alpha: -2, accumulate: true },
   ];
   for (const c of cases) {
-    it(`${c.M}x${c.N}x${c.K}, ${c.ks} subgroup${c.ks > 1 ? 's' : ''} over K, alpha ${c.alpha}${c.accumulate ? ', accumulating' : ''}`, async (ctx) => {
+    it(`${c.staged ? 'staged' : 'from storage'}: ${c.M}x${c.N}x${c.K}, ${c.ks} subgroup${c.ks > 1 ? 's' : ''} over K, alpha ${c.alpha}${c.accumulate ? ', accumulating' : ''}`, async (ctx) => {
       const gpu = await testGpu();
       if (!gpu.f16) return ctx.skip('no shader-f16');
-      const { got, want } = await run(gpu, c, 11 + c.ks);
+      const { got, want } = await run(gpu, c, 11 + c.ks + (c.staged ? 5 : 0));
       expect(got.some(Number.isNaN)).toBe(false);
       // f32 accumulation of f16 products against float64 (measured under lavapipe: at most 1.9e-7)
       expect(relError(got, want)).toBeLessThan(2e-6);
@@ -83,10 +94,10 @@ describe.runIf(isDeno)('matmul_tc_direct, subgroup matrices emulated (f16 fragme
 });
 
 describe.skipIf(isDeno)('matmul_tc_direct compiles with its subgroup matrices emulated (f16 read as f32)', () => {
-  for (const ks of [2, 8]) {
-    it(`${ks} subgroup${ks > 1 ? 's' : ''} a workgroup`, async () => {
+  for (const [ks, staged] of [[2, false], [8, false], [1, true], [4, true]] as const) {
+    it(`${staged ? 'staged' : 'from storage'}: ${ks} subgroup${ks > 1 ? 's' : ''} a workgroup`, async () => {
       const gpu = await testGpu();
-      await compileChecked(gpu, emulatedDirect(gpu, ks));
+      await compileChecked(gpu, emulatedDirect(gpu, ks, staged));
     });
   }
 });

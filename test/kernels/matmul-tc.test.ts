@@ -82,23 +82,26 @@ describe('matmul tc', () => {
     });
   }
 
-  // matmul_tc_direct: x·Wᵀ with f16 W for batches of rows; odd M (padding rows), K split across 1-8 subgroups
-  // (K 64 and 528 keep one: too shallow, and not a whole number of steps a part), alpha and accumulation.
-  const DIRECT: [number, number, number][] = [[17, 64, 64], [100, 192, 1024], [256, 3072, 1024], [200, 1024, 3072], [1000, 4096, 528], [1, 128, 256]];
-  for (const [M, N, K] of DIRECT) {
-    const plan = tensorCoreDirectPlan(gpu, { M, N, K, transA: false, transB: true }, 'f32', 'f16');
-    it.skipIf(typeof plan === 'string')(`direct ${M}x${N}x${K} (${typeof plan === 'string' ? plan : `${plan.ks} subgroups over K`}) equals the CPU reference of its f16 inputs, then alpha and accumulate`, async () => {
+  // matmul_tc_direct, both versions (fragments from storage; staged slices): x·Wᵀ with f16 W for batches of rows; odd
+  // M (padding rows), K split across 1-8 subgroups (K 64 and 528 keep one: too shallow, and not a whole number of
+  // steps a part), the staged version's 4-subgroup slices and its explicit split of 8 (128-deep slices), alpha and
+  // accumulation.
+  const DIRECT: [number, number, number, number?][] = [[17, 64, 64], [100, 192, 1024], [256, 3072, 1024], [200, 1024, 3072], [1000, 4096, 528], [1, 128, 256], [130, 128, 1024, 8]];
+  for (const staged of [false, true]) for (const [M, N, K, splits] of DIRECT) {
+    const plan = tensorCoreDirectPlan(gpu, { M, N, K, transA: false, transB: true }, 'f32', 'f16', splits, staged);
+    const name = `direct${staged ? ' staged' : ''} ${M}x${N}x${K} (${typeof plan === 'string' ? plan : `${plan.ks} subgroups over K`})`;
+    it.skipIf(typeof plan === 'string')(`${name} equals the CPU reference of its f16 inputs, then alpha and accumulate`, async () => {
       const a = randn(M * K, M + N, 3);
       for (let i = 0; i < M; i += 7) for (let k = 0; k < K; k++) a[i * K + k]! *= 1e-6; // rows whose f16 copy needs the scale
       const b = roundF16(randn(N * K, K + 1));
       const ta = gpu.upload(a, [M, K], 'f32', 'x');
       const tb = gpu.upload(b, [N, K], 'f16', 'w');
       const a16 = tcOperandRef(a, M, K, false, true);
-      const out = matmulWith(gpu, 'tc_direct', ta, tb, { transB: true });
+      const out = matmulWith(gpu, 'tc_direct', ta, tb, { transB: true, tcSplits: splits, tcStaged: staged });
       expect(relError(await gpu.readF32(out), matmulRef(a16, b, M, N, K, { transB: true }))).toBeLessThan(1e-5);
       const init = randn(M * N, 9, 0.1);
       gpu.write(out, init);
-      matmulWith(gpu, 'tc_direct', ta, tb, { transB: true, alpha: 0.25, accumulate: true, out });
+      matmulWith(gpu, 'tc_direct', ta, tb, { transB: true, tcSplits: splits, tcStaged: staged, alpha: 0.25, accumulate: true, out });
       expect(relError(await gpu.readF32(out), matmulRef(a16, b, M, N, K, { transB: true, alpha: 0.25, init }))).toBeLessThan(1e-5);
       for (const t of [ta, tb, out]) t.release();
     });

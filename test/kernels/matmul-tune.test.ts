@@ -37,7 +37,7 @@ describe('matmul candidates', () => {
       const ta = gpu.upload(a, transA ? [K, M] : [M, K], 'f32', 'a');
       const tb = gpu.upload(b, transB ? [N, K] : [K, N], 'f32', 'b');
       for (const c of candidates) {
-        const out = matmulWith(gpu, c.variant, ta, tb, { transA, transB, tcTile: c.tcTile, tcSplits: c.tcSplits });
+        const out = matmulWith(gpu, c.variant, ta, tb, { transA, transB, tcTile: c.tcTile, tcSplits: c.tcSplits, tcStaged: c.tcStaged });
         const err = relError(await gpu.readF32(out), want);
         expect({ choice: choiceName(c), ok: err < (c.variant.startsWith('tc') ? 1e-2 : 1e-5) }).toEqual({ choice: choiceName(c), ok: true });
         out.release();
@@ -148,6 +148,9 @@ describe('tuning store', () => {
     const bogus = { ...json, entries: [{ ...json.entries[0], choice: { variant: 'bogus' } }] };
     expect(() => parseTuning(JSON.stringify(bogus), 'v.json', gpu)).toThrow(TuningError);
     expect(() => parseTuning(JSON.stringify(bogus), 'v.json', gpu)).toThrow(/v.json: entry 0 choice: no known kernel variant/);
+    const staged = { ...json, entries: [{ ...json.entries[0], choice: { variant: 'tc_direct', tcSplits: 4, tcStaged: 'yes' } }] };
+    expect(() => parseTuning(JSON.stringify(staged), 's.json', gpu)).toThrow(/s.json: entry 0 choice: tcStaged is not true or false/);
+    expect([{ variant: 'tc_direct', tcSplits: 4, tcStaged: true }, { variant: 'tc_direct', tcSplits: 2, tcStaged: false }].map((c) => choiceName(c as MatmulChoice))).toEqual(['tc_direct/4s', 'tc_direct/2']);
     const negative = { ...json, entries: [{ ...json.entries[0], M: -3 }] };
     expect(() => parseTuning(JSON.stringify(negative), 'n.json', gpu)).toThrow(/n.json: entry 0: M is not a positive integer/);
     // tile64v cannot read a 50-deep operand as vec4
