@@ -80,6 +80,8 @@ describe.runIf(isDeno)('matmul_tc_direct, subgroup matrices emulated (f16 fragme
     { M: 70, N: 128, K: 96, ks: 2, staged: true, alpha: 0.75, accumulate: true },
     { M: 20, N: 64, K: 80, ks: 1, staged: true, alpha: 1, accumulate: false },
     { M: 64, N: 128, K: 128, ks: 4, staged: true, alpha: -2, accumulate: true },
+    // 2 slices of 128 (8 subgroups, every thread one element of a fragment)
+    { M: 9, N: 64, K: 256, ks: 8, staged: true, alpha: 0.5, accumulate: false },
   ];
   for (const c of cases) {
     it(`${c.staged ? 'staged' : 'from storage'}: ${c.M}x${c.N}x${c.K}, ${c.ks} subgroup${c.ks > 1 ? 's' : ''} over K, alpha ${c.alpha}${c.accumulate ? ', accumulating' : ''}`, async (ctx) => {
