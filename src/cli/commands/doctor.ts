@@ -3,7 +3,7 @@
 import { Gpu, WANTED_FEATURES, type AdapterReport } from '../../gpu/gpu.ts';
 import { roundF16 } from '../../gpu/dtype.ts';
 import { matmul, matmulWith } from '../../kernels/matmul.ts';
-import { tensorCorePlan } from '../../kernels/matmul-tc.ts';
+import { tensorCoreDirectPlan, tensorCorePlan } from '../../kernels/matmul-tc.ts';
 import { detectRuntime } from '../../gpu/runtime.ts';
 import { mulberry32 } from '../../util/mulberry32.ts';
 import { parse } from '../args.ts';
@@ -133,6 +133,25 @@ async function checkTensorCores(gpu: Gpu): Promise<KernelCheck[]> {
     const err = maxRelError(await gpu.readF32(out), want, want.reduce((m, v) => Math.max(m, Math.abs(v)), 0)); // no floor: |a| may be 1e-9
     const layout = `${transA ? 'aᵀ' : 'a'}·${transB ? 'bᵀ' : 'b'}`;
     checks.push({ kernel: `matmul ${layout}, tensor cores${c.scale !== 1 ? ` |a|~${c.scale}` : ''}`, dtype: c.da, shape: `${M}x${N}x${K}`, maxRelError: err, tolerance: TC_TOLERANCE, ok: err <= TC_TOLERANCE });
+    for (const t of [ta, tb, out]) t.release();
+  }
+  // The batches-of-rows kernel (matmul_tc_direct, what rollouts and decode batches run), both versions: x f32 with
+  // padding rows (130 of 192), W f16, K split over subgroups.
+  const [M, N, K] = [130, 128, 512];
+  for (const staged of [false, true]) {
+    const plan = tensorCoreDirectPlan(gpu, { M, N, K, transA: false, transB: true }, 'f32', 'f16', undefined, staged);
+    if (typeof plan === 'string') continue;
+    const a = randomValues(M * K, 21);
+    const b = roundF16(randomValues(N * K, 22));
+    const ta = gpu.upload(a, [M, K], 'f32', 'doctor.x');
+    const tb = gpu.upload(b, [N, K], 'f16', 'doctor.w');
+    const init = randomValues(M * N, 23);
+    const out = gpu.upload(init, [M, N], 'f32', 'doctor.out');
+    matmulWith(gpu, 'tc_direct', ta, tb, { transB: true, tcStaged: staged, alpha: -0.5, accumulate: true, out, label: 'doctor.matmul_tc_direct' });
+    const want = matmulRef(tensorCoreCopy(a, M, K, false), b, M, N, K, false, true, -0.5, init);
+    const err = maxRelError(await gpu.readF32(out), want, want.reduce((m, v) => Math.max(m, Math.abs(v)), 0));
+    const kernel = `matmul x·Wᵀ, direct tensor cores${staged ? ', staged' : ''} (${plan.ks} subgroups over K)`;
+    checks.push({ kernel, dtype: 'f32', shape: `${M}x${N}x${K}`, maxRelError: err, tolerance: TC_TOLERANCE, ok: err <= TC_TOLERANCE });
     for (const t of [ta, tb, out]) t.release();
   }
   return checks;
