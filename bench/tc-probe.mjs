@@ -8,8 +8,10 @@
 // fill, its products or its K-loop barriers cut out, to see which part costs the time (without the epilogue
 // nothing is written and the compiler drops the whole kernel, so that cut is not offered). `layout`: the same kernel
 // with its row padding changed, unused workgroup memory declared, or its results stored straight to out. `ramp`:
-// how long the GPU takes from idle to its clock. Times are GPU timestamps after WARM_MS (env, default 400) of work.
-//   usage (GPU machine): node bench/tc-probe.mjs [registers|direct|parts|ramp|layout]
+// how long the GPU takes from idle to its clock. `rows`: shaders/matmul_tc_direct.wgsl at 256 rows (the rollout's
+// products), both versions, whole and with a part cut out (version 2: its staging stores, its products, its K-loop
+// barriers). Times are GPU timestamps after WARM_MS (env, default 400) of work.
+//   usage (GPU machine): node bench/tc-probe.mjs [registers|direct|parts|ramp|layout|rows]
 import { create, globals } from 'webgpu';
 
 Object.assign(globalThis, globals);
@@ -237,6 +239,52 @@ if (what === 'parts') {
   ];
   for (const t of tiles) await timeParts(8192, 3072, 1024, t);
   await timeParts(8192, 3072, 1024, tiles[0], true);
+  process.exit(0);
+}
+
+/** shaders/matmul_tc_direct.wgsl for x f16 [M, K] (M a multiple of 64) · W f16 [N, K]ᵀ with ks subgroups, version 2
+ * when staged, whole and with the parts `edits` cut out; its #if blocks resolved for STAGED here. */
+async function timeDirectRows(M, N, K, ks, staged, edits) {
+  const { readFileSync } = await import('node:fs');
+  const raw = readFileSync(new URL('../shaders/matmul_tc_direct.wgsl', import.meta.url), 'utf8');
+  let keep = true;
+  const stack = [];
+  const lines = [];
+  for (const line of raw.split('\n')) {
+    const m = /^\s*#(if|else|endif)\s*(!?)\s*(\w*)/.exec(line);
+    if (!m) { if (keep) lines.push(line); continue; }
+    if (m[1] === 'if') { stack.push(keep); keep = keep && (m[3] === 'STAGED' ? staged : true) !== (m[2] === '!'); }
+    else if (m[1] === 'else') keep = stack.at(-1) && !keep;
+    else keep = stack.pop();
+  }
+  const source = lines.join('\n');
+  const consts = { SM: 16, SN: 16, SK: 16, SG: 32, KS: ks, STAGED: staged };
+  const header = 'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\n' + Object.entries(consts).map(([k, v]) => `const ${k} = ${v};\n`).join('');
+  const buf = (bytes) => device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.UNIFORM });
+  const [params, x, w, y, scale] = [buf(32), buf(M * K * 2), buf(N * K * 2), buf(M * N * 4), buf(M * 4)];
+  device.queue.writeBuffer(scale, 0, new Float32Array(M).fill(1));
+  device.queue.writeBuffer(params, 0, new Uint32Array([M, N, K, 0, 0x3f800000, K / ks, 0, 0]));
+  for (const [name, edit] of Object.entries(edits)) {
+    const body = edit(source);
+    if (name !== 'whole' && body === source) { console.log(`rows: ${name}: pattern not found`); continue; }
+    const pipeline = await pipelineOf(header + body, `rows: ${name}`);
+    if (!pipeline) continue;
+    const entries = [params, x, w, y, scale].map((buffer, binding) => ({ binding, resource: binding === 0 ? { buffer, size: 32 } : { buffer } }));
+    const bg = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+    const { gpu: sec } = await timesPerDispatch(pipeline, bg, [N / 64, M / 64], 50);
+    console.log(`rows ${M}x${N}x${K} version ${staged ? 2 : 1}, ${ks} subgroups, ${name.padEnd(22)} ${(sec * 1e6).toFixed(1).padStart(7)} us  (${((2 * M * N * K) / sec / 1e12).toFixed(1)} TFLOP/s)`);
+  }
+  for (const b of [params, x, w, y, scale]) b.destroy();
+}
+
+if (what === 'rows') {
+  const products = (src) => src.replace(/c\d\d = subgroupMatrixMultiplyAccumulate\([^;]*;/g, '');
+  const stores = (src) => src.replace(/stage[XW]\(stagedAt\(\du, lid\), [xw]\d\);/g, '');
+  const barriers = (src) => src.replace('workgroupBarrier();  // every subgroup has loaded', '// every subgroup has loaded').replace(/(stageW\(stagedAt\(3u, lid\), w3\);)\n    workgroupBarrier\(\);/, '$1');
+  for (const [N, K] of [[3072, 1024], [1024, 3072], [2048, 1024]]) {
+    await timeDirectRows(256, N, K, 4, false, { whole: (x) => x, 'no products': products });
+    await timeDirectRows(256, N, K, 4, true, { whole: (x) => x, 'no products': products, 'no staging stores': stores, 'no K-loop barriers': barriers });
+  }
   process.exit(0);
 }
 
