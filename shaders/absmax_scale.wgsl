@@ -8,12 +8,17 @@
 //   rows_f16: as rows, and writes x·scale as f16 into xh [RP, L] (L even, two halves a word), rows R..RP-1 zeros
 //     with scale 1: the operand of shaders/matmul_tc_direct.wgsl, padded to whole tiles. pack2x16float keeps
 //     the scaled values (below 2^15) exact to f16 rounding; a row holding inf/NaN has no defined f16 image.
-struct Params { R: u32, L: u32, RP: u32, _p0: u32 }
+//   rows_f16_norm: as rows_f16 for y = rmsnorm(x)·norm (rmsnorm.wgsl's forward: y = norm·(x·rsqrt(mean(x²) + eps)),
+//     eps in the fourth word), which it also writes as f32 into y [R, L]: the norm before q/k/v or gate/up and their
+//     tensor cores' cast in one pass instead of two (the f32 y serves adapters, and names the rows cast).
+struct Params { R: u32, L: u32, RP: u32, eps: f32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> scale: array<f32>;
 @group(0) @binding(3) var<storage, read_write> xh: array<u32>;
+@group(0) @binding(4) var<storage, read> norm: array<f32>;        // [L] (rows_f16_norm)
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;     // [R, L] (rows_f16_norm)
 
 const TARGET_EXP = 15;
 
@@ -69,6 +74,49 @@ fn rows_f16(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3
   for (var i = tid; i < words; i += 64u) {
     var v = vec2f(0.0);
     if (real) { v = vec2f(x[row * p.L + 2u * i], x[row * p.L + 2u * i + 1u]) * sc; }
+    xh[row * words + i] = pack2x16float(v);
+  }
+}
+
+// The sum (max) over the workgroup of each thread's v, read by all threads; part is free again on return.
+fn workgroupReduce(v: f32, tid: u32, isMax: bool) -> f32 {
+  part[tid] = v;
+  workgroupBarrier();
+  for (var s = 32u; s > 0u; s >>= 1u) {
+    if (tid < s) { part[tid] = select(part[tid] + part[tid + s], max(part[tid], part[tid + s]), isMax); }
+    workgroupBarrier();
+  }
+  let total = part[0];
+  workgroupBarrier();
+  return total;
+}
+
+@compute @workgroup_size(64)
+fn rows_f16_norm(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let row = wg.x + wg.y * nwg.x;
+  if (row >= p.RP) { return; }  // the whole workgroup leaves together: barriers stay uniform
+  let real = row < p.R;
+  let base = row * p.L;
+  var ss = 0.0;
+  if (real) { for (var l = tid; l < p.L; l += 64u) { let v = x[base + l]; ss += v * v; } }
+  let r = inverseSqrt(workgroupReduce(ss, tid, false) / f32(p.L) + p.eps);
+  var m = 0.0;
+  if (real) {
+    for (var l = tid; l < p.L; l += 64u) {
+      let v = norm[l] * (x[base + l] * r);
+      y[base + l] = v;
+      m = max(m, abs(v));
+    }
+  }
+  let sc = scaleFor(workgroupReduce(m, tid, true));
+  if (tid == 0u) { scale[row] = sc; }
+  let words = p.L / 2u;
+  for (var i = tid; i < words; i += 64u) {
+    var v = vec2f(0.0);
+    if (real) {
+      let l = 2u * i;
+      v = vec2f(norm[l] * (x[base + l] * r), norm[l + 1u] * (x[base + l + 1u] * r)) * sc;
+    }
     xh[row * words + i] = pack2x16float(v);
   }
 }

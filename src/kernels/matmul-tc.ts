@@ -243,14 +243,7 @@ export interface DirectRows {
 }
 
 export function castDirectRows(gpu: Gpu, x: Tensor, label: string): DirectRows {
-  const why = tensorCoreUnavailable(gpu);
-  if (why) throw new TensorCoreError(`${label}: cannot cast ${x.label} for direct tensor cores: ${why}`);
-  if (x.dtype !== 'f32' || x.shape.length !== 2) throw new TensorCoreError(`${label}: direct tensor cores cast f32 [M, K] rows, not ${x.label} ${x.dtype} [${x.shape}]`);
-  const [M, K] = x.shape as [number, number];
-  if (K % 2 !== 0) throw new TensorCoreError(`${label}: ${x.label} has an odd K ${K}: f16 rows pack two halves a word`);
-  const mp = directPaddedRows(M, largestConfig(gpu)!);
-  const x16 = gpu.tensor([mp, K], 'f16', `${label}.x16`);
-  const scale = gpu.tensor([mp], 'f32', `${label}.scale_x`);
+  const { M, K, mp, x16, scale } = directRowsOf(gpu, x, label);
   gpu.dispatch({
     shader: 'absmax_scale',
     entry: 'rows_f16',
@@ -259,8 +252,43 @@ export function castDirectRows(gpu: Gpu, x: Tensor, label: string): DirectRows {
     workgroups: grid1d(mp),
     label: `${label}.x16`,
   });
+  return directRows(x, x16, scale, mp);
+}
+
+/** y = rmsnorm(x)·norm (f32 [M, K], as rmsnorm()'s y) and its rows cast as castDirectRows(y) would, in one pass: the
+ * norm before products that run on tensor cores. The caller releases y and the rows. */
+export function castNormedRows(gpu: Gpu, x: Tensor, norm: Tensor, eps: number, label: string): { y: Tensor; rows: DirectRows } {
+  const { M, K, mp, x16, scale } = directRowsOf(gpu, x, label);
+  if (norm.dtype !== 'f32' || norm.shape.length !== 1 || norm.shape[0] !== K) {
+    for (const t of [x16, scale]) t.release();
+    throw new TensorCoreError(`${label}: the norm weight ${norm.label} ${norm.dtype} [${norm.shape}] is not f32 [${K}]`);
+  }
+  const y = gpu.tensor([M, K], 'f32', `${label}.normed`);
+  gpu.dispatch({
+    shader: 'absmax_scale',
+    entry: 'rows_f16_norm',
+    uniforms: new Uniforms().u32(M).u32(K).u32(mp).f32(eps),
+    bindings: [x, scale, x16, norm, y],
+    workgroups: grid1d(mp),
+    label: `${label}.norm_x16`,
+  });
+  return { y, rows: directRows(y, x16, scale, mp) };
+}
+
+/** Checks x for a cast to f16 rows and allocates them. */
+function directRowsOf(gpu: Gpu, x: Tensor, label: string): { M: number; K: number; mp: number; x16: Tensor; scale: Tensor } {
+  const why = tensorCoreUnavailable(gpu);
+  if (why) throw new TensorCoreError(`${label}: cannot cast ${x.label} for direct tensor cores: ${why}`);
+  if (x.dtype !== 'f32' || x.shape.length !== 2) throw new TensorCoreError(`${label}: direct tensor cores cast f32 [M, K] rows, not ${x.label} ${x.dtype} [${x.shape}]`);
+  const [M, K] = x.shape as [number, number];
+  if (K % 2 !== 0) throw new TensorCoreError(`${label}: ${x.label} has an odd K ${K}: f16 rows pack two halves a word`);
+  const mp = directPaddedRows(M, largestConfig(gpu)!);
+  return { M, K, mp, x16: gpu.tensor([mp, K], 'f16', `${label}.x16`), scale: gpu.tensor([mp], 'f32', `${label}.scale_x`) };
+}
+
+function directRows(source: Tensor, x16: Tensor, scale: Tensor, mp: number): DirectRows {
   return {
-    source: x,
+    source,
     x16,
     scale,
     mp,

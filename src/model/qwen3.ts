@@ -16,8 +16,8 @@ import type { Tensor } from '../gpu/tensor.ts';
 import { attentionPaged, attentionPrefill, type AttentionDims, decodeFusesQkNormRope } from '../kernels/attention.ts';
 import { add } from '../kernels/elementwise.ts';
 import { embedding } from '../kernels/embedding.ts';
-import { matmul, matmulRowsGlu, matmulRowsNorm, matmulRowsParts, pickMatmulVariant, rowsGluApplies, rowsNormApplies, rowsPartsApply } from '../kernels/matmul.ts';
-import { castDirectRows, type DirectRows, tiledCastsA } from '../kernels/matmul-tc.ts';
+import { matmul, matmulRowsGlu, matmulRowsNorm, matmulRowsParts, pickMatmulVariant, ROWS_MAX_M, rowsGluApplies, rowsNormApplies, rowsPartsApply } from '../kernels/matmul.ts';
+import { castDirectRows, castNormedRows, type DirectRows, tiledCastsA } from '../kernels/matmul-tc.ts';
 import { qkNormRope, qkNormRopeWritesCache } from '../kernels/qk-norm-rope.ts';
 import { addRmsnorm, rmsnorm } from '../kernels/rmsnorm.ts';
 import { rope } from '../kernels/rope.ts';
@@ -249,12 +249,24 @@ export class Qwen3Model {
   /** linear() for modules that share their input (q, k, v; gate, up): one matmul_rows dispatch for all of them
    * where decode shapes run that kernel, and one f16 cast of x for all of them where they run on tensor cores
    * (tc_direct, or tiled); the same numbers either way. A Normed input is normed inside that matmul_rows pass
-   * where it runs without an adapter, else by one rmsnorm pass first. */
+   * where it runs without an adapter, in the pass that casts it where the products run on tensor cores, else by one
+   * rmsnorm pass first. */
   linears(layer: number, parts: readonly (readonly [LinearModule, Tensor])[], input: Tensor | Normed, ctx: LayerContext): Tensor[] {
     const weights = parts.map(([, w]) => w);
+    const label = parts.map(([m]) => m).join('+');
     if (!('shape' in input)) {
       if (!ctx.adapter && rowsNormApplies(this.gpu, input.x, input.norm, weights)) {
         return matmulRowsNorm(this.gpu, input.x, input.norm, input.eps, weights, parts.map(([module]) => module));
+      }
+      if (input.x.shape[0]! > ROWS_MAX_M && this.sharesCast(input.x, weights)) {  // decode rows never reach tensor cores
+        // Products on tensor cores: the norm and their f16 cast of its output in one pass.
+        const { y, rows } = castNormedRows(this.gpu, input.x, input.norm, input.eps, label);
+        try {
+          return parts.map(([module, w]) => this.linear(layer, module, y, w, ctx, rows));
+        } finally {
+          y.release();
+          rows.release();
+        }
       }
       const n = this.normed(input);
       try {
@@ -265,10 +277,7 @@ export class Qwen3Model {
     }
     const x = input;
     if (!rowsPartsApply(this.gpu, x, weights)) {
-      const [M, K] = x.shape as [number, number];
-      const variants = weights.map((w) => pickMatmulVariant(this.gpu, { M, N: w.shape[0]!, K, transA: false, transB: true }, { a: x.dtype, b: w.dtype }));
-      const shared = variants.every((v) => v === 'tc_direct') || (variants.every((v) => v === 'tc') && tiledCastsA({ M, K, transA: false }, x.dtype));
-      const x16 = shared ? castDirectRows(this.gpu, x, parts.map(([m]) => m).join('+')) : undefined;
+      const x16 = this.sharesCast(x, weights) ? castDirectRows(this.gpu, x, label) : undefined;
       const ys = parts.map(([module, w]) => this.linear(layer, module, x, w, ctx, x16));
       x16?.release();
       return ys;
@@ -276,6 +285,14 @@ export class Qwen3Model {
     const ys = matmulRowsParts(this.gpu, x, weights, parts.map(([module]) => module));
     parts.forEach(([module], i) => ctx.adapter?.apply(this.gpu, layer, module, x, ys[i]!));
     return ys;
+  }
+
+  /** Whether products of x [M, K] (or of its norm: the same shape and type) with these weights all run on tensor
+   * cores that read one f16 cast of it (tc_direct, or tiled with tiledCastsA). */
+  private sharesCast(x: Tensor, weights: readonly Tensor[]): boolean {
+    const [M, K] = x.shape as [number, number];
+    const variants = weights.map((w) => pickMatmulVariant(this.gpu, { M, N: w.shape[0]!, K, transA: false, transB: true }, { a: x.dtype, b: w.dtype }));
+    return variants.every((v) => v === 'tc_direct') || (variants.every((v) => v === 'tc') && tiledCastsA({ M, K, transA: false }, x.dtype));
   }
 
   /** One decoder layer: returns the new residual stream (x is not released). With `save`, every

@@ -6,12 +6,13 @@
 // the scales (shaders/absmax_scale.wgsl) run everywhere.
 import { describe, expect, it } from 'vitest';
 import { f16BitsToF32, roundF16 } from '../../src/gpu/dtype.ts';
-import { u32s } from '../../src/gpu/uniforms.ts';
+import { Uniforms, u32s } from '../../src/gpu/uniforms.ts';
 import { matmulWith, pickMatmulVariant, setMatmulPolicy } from '../../src/kernels/matmul.ts';
 import { absmaxScales, castDirectRows, TC_TILES, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable, tiledCastsA } from '../../src/kernels/matmul-tc.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { matmulRef } from '../ref/matmul.ts';
+import { rmsnormRef } from '../ref/rmsnorm.ts';
 import { absmaxScalesRef, tcOperandRef } from '../ref/matmul-tc.ts';
 
 const gpu = await testGpu();
@@ -126,6 +127,28 @@ describe('matmul tc', () => {
     expect(Array.from(halves.subarray(0, R * L))).toEqual(Array.from(roundF16(scaled)));
     expect(halves.subarray(R * L).every((v) => v === 0)).toBe(true);
     for (const t of [tx, scale, words]) t.release();
+  });
+
+  it('absmax_scale rows_f16_norm writes rmsnorm(x)·norm as f32 and, times its row scale, as f16; padding rows zero with scale 1', async () => {
+    const [R, L, RP, eps] = [21, 70, 32, 1e-6];
+    const x = randn(R * L, 31);
+    for (let i = 0; i < R; i++) for (let l = 0; l < L; l++) x[i * L + l]! *= 10 ** (i % 7 - 3);
+    const norm = randn(L, 32, 2);
+    const [tx, tn] = [gpu.upload(x, [R, L], 'f32', 'x'), gpu.upload(norm, [L], 'f32', 'norm')];
+    const [scale, words, y] = [gpu.tensor([RP], 'f32', 'scale'), gpu.tensor([(RP * L) / 2], 'u32', 'x16'), gpu.tensor([R, L], 'f32', 'y')];
+    gpu.dispatch({ shader: 'absmax_scale', entry: 'rows_f16_norm', uniforms: new Uniforms().u32(R).u32(L).u32(RP).f32(eps), bindings: [tx, scale, words, tn, y], workgroups: [RP], label: 'rows_f16_norm' });
+    const gotY = await gpu.readF32(y);
+    expect(relError(gotY, rmsnormRef(x, norm, eps).y)).toBeLessThan(1e-6);
+    // the cast is rows_f16's of the y written (its scales and f16 bits exactly)
+    const want = absmaxScalesRef(gotY, R, L, false);
+    const got = await gpu.readF32(scale);
+    expect(Array.from(got.subarray(0, R))).toEqual(Array.from(want));
+    expect(got.subarray(R).every((v) => v === 1)).toBe(true);
+    const bits = (await gpu.read(words)) as Uint32Array;
+    const halves = new Float32Array(RP * L).map((_, j) => f16BitsToF32((bits[j >> 1]! >> ((j & 1) * 16)) & 0xffff));
+    expect(Array.from(halves.subarray(0, R * L))).toEqual(Array.from(roundF16(gotY.map((v, j) => v * want[Math.floor(j / L)]!))));
+    expect(halves.subarray(R * L).every((v) => v === 0)).toBe(true);
+    for (const t of [tx, tn, scale, words, y]) t.release();
   });
 
   it('absmax_scale brings each row maximum into [2^14, 2^15), rows and strided, zeros and inf left at 1', async () => {
