@@ -258,11 +258,11 @@ export function castDirectRows(gpu: Gpu, x: Tensor, label: string): DirectRows {
 /** y = rmsnorm(x)·norm (f32 [M, K], as rmsnorm()'s y) and its rows cast as castDirectRows(y) would, in one pass: the
  * norm before products that run on tensor cores. The caller releases y and the rows. */
 export function castNormedRows(gpu: Gpu, x: Tensor, norm: Tensor, eps: number, label: string): { y: Tensor; rows: DirectRows } {
-  const { M, K, mp, x16, scale } = directRowsOf(gpu, x, label);
-  if (norm.dtype !== 'f32' || norm.shape.length !== 1 || norm.shape[0] !== K) {
-    for (const t of [x16, scale]) t.release();
-    throw new TensorCoreError(`${label}: the norm weight ${norm.label} ${norm.dtype} [${norm.shape}] is not f32 [${K}]`);
+  if (norm.dtype !== 'f32' || norm.shape.length !== 1 || norm.shape[0] !== x.shape.at(-1)) {
+    throw new TensorCoreError(`${label}: the norm weight ${norm.label} ${norm.dtype} [${norm.shape}] does not match the rows of ${x.label} [${x.shape}]`);
   }
+  if (!(eps >= 0)) throw new TensorCoreError(`${label}: eps ${eps} must be a non-negative number`);
+  const { M, K, mp, x16, scale } = directRowsOf(gpu, x, label);
   const y = gpu.tensor([M, K], 'f32', `${label}.normed`);
   gpu.dispatch({
     shader: 'absmax_scale',
