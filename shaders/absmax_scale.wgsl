@@ -31,19 +31,27 @@ fn scaleFor(m: f32) -> f32 {
 
 var<workgroup> part: array<f32, 64>;
 
+// The sum (max) over the workgroup of each thread's v, read by all threads; part is free again on return.
+fn workgroupReduce(v: f32, tid: u32, isMax: bool) -> f32 {
+  part[tid] = v;
+  workgroupBarrier();
+  for (var s = 32u; s > 0u; s >>= 1u) {
+    if (tid < s) { part[tid] = select(part[tid] + part[tid + s], max(part[tid], part[tid + s]), isMax); }
+    workgroupBarrier();
+  }
+  let total = part[0];
+  workgroupBarrier();
+  return total;
+}
+
 @compute @workgroup_size(64)
 fn rows(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
   let row = wg.x + wg.y * nwg.x;
   if (row >= p.R) { return; }  // the whole workgroup leaves together: barriers stay uniform
   var m = 0.0;
   for (var l = tid; l < p.L; l += 64u) { m = max(m, abs(x[row * p.L + l])); }
-  part[tid] = m;
-  workgroupBarrier();
-  for (var s = 32u; s > 0u; s >>= 1u) {
-    if (tid < s) { part[tid] = max(part[tid], part[tid + s]); }
-    workgroupBarrier();
-  }
-  if (tid == 0u) { scale[row] = scaleFor(part[0]); }
+  let sc = scaleFor(workgroupReduce(m, tid, true));
+  if (tid == 0u) { scale[row] = sc; }
 }
 
 @compute @workgroup_size(64)
@@ -62,13 +70,7 @@ fn rows_f16(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3
   let real = row < p.R;
   var m = 0.0;
   if (real) { for (var l = tid; l < p.L; l += 64u) { m = max(m, abs(x[row * p.L + l])); } }
-  part[tid] = m;
-  workgroupBarrier();
-  for (var s = 32u; s > 0u; s >>= 1u) {
-    if (tid < s) { part[tid] = max(part[tid], part[tid + s]); }
-    workgroupBarrier();
-  }
-  let sc = scaleFor(part[0]);
+  let sc = scaleFor(workgroupReduce(m, tid, true));
   if (tid == 0u) { scale[row] = sc; }
   let words = p.L / 2u;
   for (var i = tid; i < words; i += 64u) {
@@ -76,19 +78,6 @@ fn rows_f16(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3
     if (real) { v = vec2f(x[row * p.L + 2u * i], x[row * p.L + 2u * i + 1u]) * sc; }
     xh[row * words + i] = pack2x16float(v);
   }
-}
-
-// The sum (max) over the workgroup of each thread's v, read by all threads; part is free again on return.
-fn workgroupReduce(v: f32, tid: u32, isMax: bool) -> f32 {
-  part[tid] = v;
-  workgroupBarrier();
-  for (var s = 32u; s > 0u; s >>= 1u) {
-    if (tid < s) { part[tid] = select(part[tid] + part[tid + s], max(part[tid], part[tid + s]), isMax); }
-    workgroupBarrier();
-  }
-  let total = part[0];
-  workgroupBarrier();
-  return total;
 }
 
 @compute @workgroup_size(64)

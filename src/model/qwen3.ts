@@ -253,14 +253,14 @@ export class Qwen3Model {
    * rmsnorm pass first. */
   linears(layer: number, parts: readonly (readonly [LinearModule, Tensor])[], input: Tensor | Normed, ctx: LayerContext): Tensor[] {
     const weights = parts.map(([, w]) => w);
-    const label = parts.map(([m]) => m).join('+');
+    const label = () => parts.map(([m]) => m).join('+');  // for the cast's dispatch only (batch 1 records none)
     if (!('shape' in input)) {
       if (!ctx.adapter && rowsNormApplies(this.gpu, input.x, input.norm, weights)) {
         return matmulRowsNorm(this.gpu, input.x, input.norm, input.eps, weights, parts.map(([module]) => module));
       }
       if (input.x.shape[0]! > ROWS_MAX_M && this.sharesCast(input.x, weights)) {  // decode rows never reach tensor cores
         // Products on tensor cores: the norm and their f16 cast of its output in one pass.
-        const { y, rows } = castNormedRows(this.gpu, input.x, input.norm, input.eps, label);
+        const { y, rows } = castNormedRows(this.gpu, input.x, input.norm, input.eps, label());
         try {
           return parts.map(([module, w]) => this.linear(layer, module, y, w, ctx, rows));
         } finally {
@@ -277,7 +277,7 @@ export class Qwen3Model {
     }
     const x = input;
     if (!rowsPartsApply(this.gpu, x, weights)) {
-      const x16 = this.sharesCast(x, weights) ? castDirectRows(this.gpu, x, label) : undefined;
+      const x16 = this.sharesCast(x, weights) ? castDirectRows(this.gpu, x, label()) : undefined;
       const ys = parts.map(([module, w]) => this.linear(layer, module, x, w, ctx, x16));
       x16?.release();
       return ys;

@@ -89,7 +89,7 @@ describe.runIf(isDeno)('matmul_tc_direct, subgroup matrices emulated (f16 fragme
       if (!gpu.f16) return ctx.skip('no shader-f16');
       const { got, want } = await run(gpu, c, 11 + c.ks + (c.staged ? 5 : 0));
       expect(got.some(Number.isNaN)).toBe(false);
-      // f32 accumulation of f16 products against float64 (measured under lavapipe: at most 1.9e-7)
+      // f32 accumulation of f16 products against float64 (measured under lavapipe: at most 2.1e-7, staged with 1 subgroup)
       expect(relError(got, want)).toBeLessThan(2e-6);
     });
   }

@@ -138,7 +138,7 @@ describe('matmul tc', () => {
     const [scale, words, y] = [gpu.tensor([RP], 'f32', 'scale'), gpu.tensor([(RP * L) / 2], 'u32', 'x16'), gpu.tensor([R, L], 'f32', 'y')];
     gpu.dispatch({ shader: 'absmax_scale', entry: 'rows_f16_norm', uniforms: new Uniforms().u32(R).u32(L).u32(RP).f32(eps), bindings: [tx, scale, words, tn, y], workgroups: [RP], label: 'rows_f16_norm' });
     const gotY = await gpu.readF32(y);
-    expect(relError(gotY, rmsnormRef(x, norm, eps).y)).toBeLessThan(1e-6);
+    expect(relError(gotY, rmsnormRef(x, norm, eps).y)).toBeLessThan(1e-6); // measured 1.1e-7 (SwiftShader)
     // the cast is rows_f16's of the y written (its scales and f16 bits exactly)
     const want = absmaxScalesRef(gotY, R, L, false);
     const got = await gpu.readF32(scale);
