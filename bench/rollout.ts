@@ -11,7 +11,7 @@ import { AdapterSet, DEFAULT_LORA, LoraAdapter } from '../src/model/lora.ts';
 import { qwen3Preset } from '../src/model/presets.ts';
 import { Qwen3Model } from '../src/model/qwen3.ts';
 import { randomQwen3Weights, releaseQwen3Weights } from '../src/model/weights.ts';
-import { RolloutEngine } from '../src/rollout/engine.ts';
+import { type EngineOptions, RolloutEngine } from '../src/rollout/engine.ts';
 import { mulberry32 } from '../src/util/mulberry32.ts';
 import { benchRow, type BenchRow } from './results.ts';
 
@@ -70,14 +70,20 @@ export async function benchRollout(gpu: Gpu, opts: { quick: boolean; preset?: st
     await engine.close();
   }
   // One sequence through the engine: where the host's share of a step (recording, the read back) shows, with
-  // the next steps recorded while the GPU runs the current one (the default: 2 ahead, 3 under Deno), without, and
-  // 1 or 3 steps ahead.
-  for (const runAhead of [true, false, 1, 3]) {
-    const ahead = runAhead === true ? '' : runAhead === false ? '_no_run_ahead' : `_run_ahead_${runAhead}`;
-    const oneName = `rollout_${tag}_1seq_${plan.newTokens}new${ahead}_tok_per_s`;
+  // the next steps recorded while the GPU runs the current one (the default: 2 ahead, 4 under Deno), without, and
+  // 1 or 3 steps ahead. Under Deno also 6 ahead, and reads started at once as under Dawn (before 2026-12-07).
+  const variants: [string, EngineOptions][] = [
+    ['', {}],
+    ['_no_run_ahead', { runAhead: false }],
+    ['_run_ahead_1', { runAhead: 1 }],
+    ['_run_ahead_3', { runAhead: 3 }],
+  ];
+  if (gpu.mapWaitsForQueue) variants.push(['_run_ahead_6', { runAhead: 6 }], ['_eager_reads', { runAhead: 3, deferReads: false }]);
+  for (const [suffix, engineOpts] of variants) {
+    const oneName = `rollout_${tag}_1seq_${plan.newTokens}new${suffix}_tok_per_s`;
     if (!want(oneName)) continue;
     const one: Plan = { ...plan, prompts: 1, samples: 1 };
-    const engine = new RolloutEngine(model, null, { kvBudgetBytes, maxBatchSeqs: seqs, runAhead });
+    const engine = new RolloutEngine(model, null, { kvBudgetBytes, maxBatchSeqs: seqs, ...engineOpts });
     await timeRun(engine, { ...one, newTokens: Math.min(8, plan.newTokens) }, ['base'], config.vocabSize);
     const r = await timeRun(engine, one, ['base'], config.vocabSize);
     rows.push(benchRow(gpu, oneName, r.tokens / r.seconds, 'tok/s'));

@@ -137,6 +137,30 @@ export function variantHeader(v: ShaderVariant | undefined): string {
   return lines.join('\n') + '\n';
 }
 
+/** A read whose copy is submitted and whose map starts on start() (Gpu.readBytesLater). */
+export class PendingRead {
+  readonly bytes: Promise<ArrayBuffer>;
+  private settle!: (p: Promise<ArrayBuffer>) => void;
+  private begun = false;
+
+  constructor(private readonly map: () => Promise<ArrayBuffer>) {
+    this.bytes = new Promise<ArrayBuffer>((resolve) => (this.settle = resolve));
+    // Awaited later, if at all: no unhandled rejection meanwhile.
+    this.bytes.catch(() => {});
+  }
+
+  get started(): boolean {
+    return this.begun;
+  }
+
+  /** Calls mapAsync now, synchronously (under Deno the call itself waits for the GPU). */
+  start(): void {
+    if (this.begun) return;
+    this.begun = true;
+    this.settle(this.map());
+  }
+}
+
 export class Gpu {
   readonly pool: BufferPool;
   readonly profiler: Profiler | null;
@@ -356,6 +380,22 @@ export class Gpu {
   }
 
   async readBytes(buffer: GPUBuffer, offset: number, size: number, label = buffer.label): Promise<ArrayBuffer> {
+    const read = this.readBytesLater(buffer, offset, size, label);
+    read.start();
+    return read.bytes;
+  }
+
+  /** Whether mapping a buffer waits, on the calling thread, until the GPU has finished all submitted work.
+   * Deno's wgpu binding does (mapAsync polls the device to idle before it returns, then resolves after a 10 ms
+   * sleep; 29 ms in the call with a few decode steps queued, lavapipe): there a read that starts right after
+   * its submit stalls the host until the GPU drains, so the rollout engine starts several reads at once. */
+  get mapWaitsForQueue(): boolean {
+    return this.report.runtime === 'deno';
+  }
+
+  /** Copies `size` bytes into a map buffer with the current batch and submits it; the map begins at start()
+   * (bytes settles only after that). readBytes starts at once; see mapWaitsForQueue for why one might wait. */
+  readBytesLater(buffer: GPUBuffer, offset: number, size: number, label = buffer.label): PendingRead {
     this.checkLost(label);
     // Small reads (a decode step's draws) reuse their map buffers; large ones get a fresh one.
     const cls = sizeClass(Math.max(4, size));
@@ -369,21 +409,24 @@ export class Gpu {
     this.batchBuffers.add(buffer);
     this.batchLabels.push(`read ${label}`);
     this.flush();
-    try {
-      await staging.mapAsync(GPUMapMode.READ);
-    } catch (e) {
+    const map = async (): Promise<ArrayBuffer> => {
+      try {
+        await staging.mapAsync(GPUMapMode.READ);
+      } catch (e) {
+        await this.throwPending();
+        this.checkLost(label);
+        throw new GpuError(`reading ${label} failed: ${(e as Error).message}`);
+      }
+      const out = staging.getMappedRange(0, Math.ceil(size / 4) * 4).slice(0, size);
+      staging.unmap();
+      let free = this.readBuffers.get(cls);
+      if (reuse && !free) this.readBuffers.set(cls, (free = []));
+      if (reuse && free!.length < 4) free!.push(staging);
+      else staging.destroy();
       await this.throwPending();
-      this.checkLost(label);
-      throw new GpuError(`reading ${label} failed: ${(e as Error).message}`);
-    }
-    const out = staging.getMappedRange(0, Math.ceil(size / 4) * 4).slice(0, size);
-    staging.unmap();
-    let free = this.readBuffers.get(cls);
-    if (reuse && !free) this.readBuffers.set(cls, (free = []));
-    if (reuse && free!.length < 4) free!.push(staging);
-    else staging.destroy();
-    await this.throwPending();
-    return out;
+      return out;
+    };
+    return new PendingRead(map);
   }
 
   copy(src: Tensor, dst: Tensor, bytes = Math.min(src.byteLength, dst.buffer.size), srcOffset = 0, dstOffset = 0): void {

@@ -1,7 +1,7 @@
 // Batched token sampling (shaders/sample.wgsl): greedy, temperature, top-p, each row with its own
 // seeded stream; returns the chosen ids, their log-probabilities under softmax(logits / T), and the
 // entropy of that distribution.
-import type { Gpu } from '../gpu/gpu.ts';
+import type { Gpu, PendingRead } from '../gpu/gpu.ts';
 import { Tensor } from '../gpu/tensor.ts';
 import { Uniforms } from '../gpu/uniforms.ts';
 import { expectDtype, ShapeError } from './check.ts';
@@ -133,9 +133,29 @@ export function sampleTokensPacked(gpu: Gpu, logits: Tensor, rows: readonly Samp
   return { packed, stride, tokens: new Tensor(gpu, packed.buffer, [n], 'u32', 'sample.tokens') };
 }
 
+export interface SampleValues {
+  tokens: Uint32Array;
+  logprobs: Float32Array;
+  entropies: Float32Array;
+}
+
 /** Reads a packed sample back in one map: ids, log-probabilities, entropies of its n rows. */
-export async function readPackedSample(gpu: Gpu, s: PackedSample): Promise<{ tokens: Uint32Array; logprobs: Float32Array; entropies: Float32Array }> {
+export async function readPackedSample(gpu: Gpu, s: PackedSample): Promise<SampleValues> {
+  const { read, values } = readPackedSampleLater(gpu, s);
+  read.start();
+  return values;
+}
+
+/** Submits the copy of a packed sample into a map buffer; its values come once read.start() has run. */
+export function readPackedSampleLater(gpu: Gpu, s: PackedSample): { read: PendingRead; values: Promise<SampleValues> } {
   const n = s.tokens.size;
-  const raw = await gpu.readBytes(s.packed.buffer, 0, (2 * s.stride + Math.max(1, n)) * 4, s.packed.label);
-  return { tokens: new Uint32Array(raw, 0, n), logprobs: new Float32Array(raw, s.stride * 4, n), entropies: new Float32Array(raw, 2 * s.stride * 4, n) };
+  const read = gpu.readBytesLater(s.packed.buffer, 0, (2 * s.stride + Math.max(1, n)) * 4, s.packed.label);
+  const values = read.bytes.then((raw) => ({
+    tokens: new Uint32Array(raw, 0, n),
+    logprobs: new Float32Array(raw, s.stride * 4, n),
+    entropies: new Float32Array(raw, 2 * s.stride * 4, n),
+  }));
+  // Awaited later (a step recorded ahead is read after the one before it): no unhandled rejection meanwhile.
+  values.catch(() => {});
+  return { read, values };
 }

@@ -7,9 +7,9 @@
 // role's own LoRA adapter (or none) through the adapter set's bank (AdapterSet.rows: one lora_rows kernel
 // per linear, rows in any order, the trainer's path too; adapters whose version moved re-sync before each
 // forward), and draws tokens on the GPU from its own seeded stream.
-import type { Gpu } from '../gpu/gpu.ts';
+import type { Gpu, PendingRead } from '../gpu/gpu.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { type PackedSample, readPackedSample, type SamplingRow, sampleTokensPacked } from '../kernels/sample.ts';
+import { type PackedSample, readPackedSampleLater, type SampleValues, type SamplingRow, sampleTokensPacked } from '../kernels/sample.ts';
 import { KvCache, type PagedSeq, releaseBatch } from '../model/kv-cache.ts';
 import type { LinearAdapter } from '../model/adapter.ts';
 import type { AdapterSet, RowsTrainableAdapter } from '../model/lora.ts';
@@ -74,15 +74,20 @@ export interface EngineOptions {
   /** Token ids that end a sequence (default: the model's eos ids plus <|im_end|> and <|endoftext|>). */
   stopIds?: number[];
   kvDtype?: 'f16' | 'f32';
-  /** Decode steps recorded while the GPU runs the current one (true/default: 2, or 3 under Deno; false = 0). */
+  /** Decode steps recorded while the GPU runs the current one (true/default: 2, or 4 with deferred reads; false = 0). */
   runAhead?: boolean | number;
+  /** Start each step's read only when the engine first waits for it, all unstarted ones together (default:
+   * Gpu.mapWaitsForQueue, i.e. under Deno). */
+  deferReads?: boolean;
 }
 
 /** A recorded step whose draws are being read back. */
 interface InFlightStep {
   seqs: Sequence[];
   sample: PackedSample;
-  read: Promise<{ tokens: Uint32Array; logprobs: Float32Array; entropies: Float32Array }>;
+  /** Started at once, or under Deno (Gpu.mapWaitsForQueue) when the engine first waits for it. */
+  read: PendingRead;
+  values: Promise<SampleValues>;
 }
 
 interface Sequence {
@@ -126,7 +131,7 @@ export class RolloutEngine {
   private arrivals = 0;
   private finished = 0;
   private readonly stopIds: Set<number>;
-  private readonly opts: Required<Omit<EngineOptions, 'adapters' | 'stopIds' | 'kvBudgetBytes' | 'kvDtype' | 'runAhead'>>;
+  private readonly opts: Required<Omit<EngineOptions, 'adapters' | 'stopIds' | 'kvBudgetBytes' | 'kvDtype' | 'runAhead' | 'deferReads'>>;
   readonly stats = { prefills: 0, decodeSteps: 0, tokens: 0, preemptions: 0, maxConcurrent: 0 };
 
   constructor(
@@ -148,6 +153,10 @@ export class RolloutEngine {
 
   get gpu(): Gpu {
     return this.model.gpu;
+  }
+
+  private get deferReads(): boolean {
+    return this.options.deferReads ?? this.gpu.mapWaitsForQueue;
   }
 
   /** Binds a role to an adapter of the set (null: the base model, e.g. a frozen role). */
@@ -346,8 +355,11 @@ export class RolloutEngine {
   private async readInOrder(inflight: InFlightStep[], recordMore: () => void): Promise<void> {
     try {
       for (;;) {
-        recordMore();
         const cur = inflight[0]!;
+        // Deferred reads start together: the first map waits for the GPU to finish them all, and the steps
+        // recordMore then submits run while the maps resolve.
+        if (!cur.read.started) for (const f of inflight) f.read.start();
+        recordMore();
         await this.advance(cur);
         inflight.shift();
         if (!inflight.length) {
@@ -358,7 +370,8 @@ export class RolloutEngine {
       }
     } catch (e) {
       for (const f of inflight) {
-        await f.read.catch(() => {});
+        f.read.start();
+        await f.values.catch(() => {});
         f.sample.packed.release();
       }
       throw e;
@@ -415,7 +428,7 @@ export class RolloutEngine {
     // exactly what the next step would have been; rows of sequences that stop in between are dropped.
     const depth = this.runAheadDepth();
     await this.readInOrder(inflight, () => {
-      while (inflight.length <= depth && this.canRunAhead(seqs, inflight.length)) {
+      while (this.unreadAhead(inflight) < depth && this.canRunAhead(seqs, inflight.length)) {
         inflight.push(this.recordDecode(seqs, inflight[inflight.length - 1]!.sample.tokens, inflight.length));
       }
     });
@@ -423,13 +436,22 @@ export class RolloutEngine {
 
   /** Decode steps recorded ahead of the one being read: EngineOptions.runAhead, else 2 (a 1-sequence rollout on an
    * H100 under Dawn: 456-493 tok/s with 2 or 3 against 344-381 with 1, six runs each, bench/RESULTS.md 2026-12-06),
-   * or 3 under Deno, whose wgpu binding takes about 11 ms to resolve any mapAsync (a 10 ms sleep in its poll loop):
-   * steps in flight together share that wait. */
+   * or with deferred reads (Deno) 4 whose reads have not started: they run on the GPU while the started maps take
+   * their ~11 ms to resolve (a 10 ms sleep in wgpu's poll loop), and the next map's wait for the GPU covers them all. */
   private runAheadDepth(): number {
     const r = this.options.runAhead;
     if (r === false) return 0;
     if (typeof r === 'number') return Math.max(0, Math.floor(r));
-    return this.gpu.report.runtime === 'deno' ? 3 : 2;
+    return this.deferReads ? 4 : 2;
+  }
+
+  /** Steps in flight that count against the run-ahead depth: all but the one being read, or under Deno those
+   * whose reads have not started (the ones that keep the GPU busy while the started maps resolve). */
+  private unreadAhead(inflight: InFlightStep[]): number {
+    if (!this.deferReads) return inflight.length - 1;
+    let n = 0;
+    for (const f of inflight) if (!f.read.started) n++;
+    return n;
   }
 
   /** Whether a step may be recorded behind the `unread` ones in flight: the same sequences, none ended or
@@ -480,17 +502,16 @@ export class RolloutEngine {
     const rows: SamplingRow[] = seqs.map((s) => ({ temperature: s.opts.temperature, topP: s.opts.topP, seed: s.opts.seed, stream: s.opts.stream, step: s.ids.length + ahead }));
     const sample = sampleTokensPacked(this.gpu, logits, rows);
     logits.release();
-    const read = readPackedSample(this.gpu, sample);
-    // Awaited later (a step recorded ahead is read after the one before it): no unhandled rejection meanwhile.
-    read.catch(() => {});
-    return { seqs, sample, read };
+    const { read, values } = readPackedSampleLater(this.gpu, sample);
+    if (!this.deferReads) read.start();
+    return { seqs, sample, read, values };
   }
 
   /** Waits for a step's draws and appends them to its sequences that are still going. The caller owns
    * step.sample (its ids may feed the next forward). */
   private async advance(step: InFlightStep): Promise<void> {
     const { seqs } = step;
-    const { tokens, logprobs, entropies } = await step.read;
+    const { tokens, logprobs, entropies } = await step.values;
     seqs.forEach((s, i) => {
       if (s.ended) return;
       const t = tokens[i]!;

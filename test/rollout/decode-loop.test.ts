@@ -24,16 +24,16 @@ async function counting<T>(f: () => Promise<T>): Promise<{ result: T; submits: n
   const c = { submits: 0, reads: 0, idUploads: 0, timers: 0 };
   const queue = gpu.device.queue;
   const submit = queue.submit;
-  const readBytes = gpu.readBytes;
+  const readBytesLater = gpu.readBytesLater;
   const upload = gpu.upload;
   const setTimer = globalThis.setTimeout;
   queue.submit = function (this: GPUQueue, ...a: Parameters<GPUQueue['submit']>) {
     c.submits++;
     return submit.apply(this, a);
   };
-  gpu.readBytes = function (this: Gpu, ...a: Parameters<Gpu['readBytes']>) {
+  gpu.readBytesLater = function (this: Gpu, ...a: Parameters<Gpu['readBytesLater']>) {
     c.reads++;
-    return readBytes.apply(this, a);
+    return readBytesLater.apply(this, a);
   };
   gpu.upload = function (this: Gpu, ...a: Parameters<Gpu['upload']>) {
     if (a[3] === 'embedding.ids') c.idUploads++;
@@ -48,15 +48,15 @@ async function counting<T>(f: () => Promise<T>): Promise<{ result: T; submits: n
     return { result, ...c };
   } finally {
     queue.submit = submit;
-    gpu.readBytes = readBytes;
+    gpu.readBytesLater = readBytesLater;
     gpu.upload = upload;
     globalThis.setTimeout = setTimer;
   }
 }
 
 describe('decode loop', () => {
-  it('one submit and one read a step, ids stay on the GPU, no timer a step; tokens equal transformers', async () => {
-    const e = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32' });
+  it.each([false, true])('one submit and one read a step, ids stay on the GPU, no timer a step; tokens equal transformers (reads deferred: %s)', async (deferReads) => {
+    const e = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', deferReads });
     const n = greedyIds.length;
     const opts = { maxNewTokens: n, temperature: 0, ignoreEos: true };
     // Warm-up (pipelines, bind groups), then the counted run.
@@ -109,13 +109,15 @@ describe('decode loop', () => {
     const events: string[] = [];
     const queue = gpu.device.queue;
     const submit = queue.submit;
-    const readBytes = gpu.readBytes;
+    const readBytesLater = gpu.readBytesLater;
     queue.submit = function (this: GPUQueue, ...a: Parameters<GPUQueue['submit']>) {
       events.push('submit');
       return submit.apply(this, a);
     };
-    gpu.readBytes = function (this: Gpu, ...a: Parameters<Gpu['readBytes']>) {
-      return readBytes.apply(this, a).then((r) => (events.push('read'), r));
+    gpu.readBytesLater = function (this: Gpu, ...a: Parameters<Gpu['readBytesLater']>) {
+      const r = readBytesLater.apply(this, a);
+      r.bytes.then(() => events.push('read'));
+      return r;
     };
     const before = e.stats.prefills;
     try {
@@ -123,7 +125,7 @@ describe('decode loop', () => {
       together.forEach((r, i) => expect(r.ids).toEqual(alone[i]!));
     } finally {
       queue.submit = submit;
-      gpu.readBytes = readBytes;
+      gpu.readBytesLater = readBytesLater;
     }
     expect(e.stats.prefills - before).toBe(3);
     // The second prefill went to the GPU before the first one's draws came back.
@@ -131,10 +133,15 @@ describe('decode loop', () => {
     await e.close();
   });
 
-  it.each([1, 3])('%i steps recorded ahead give what step-by-step decoding gives, also when sequences stop on a token mid-batch', async (depth) => {
+  it.each([
+    [1, false],
+    [3, false],
+    [1, true],
+    [3, true],
+  ])('%i steps recorded ahead (reads deferred: %s) give what step-by-step decoding gives, also when sequences stop on a token mid-batch', async (depth, deferReads) => {
     const stop = greedyIds[4]!;
-    const ahead = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', stopIds: [stop], pageSize: 4, runAhead: depth });
-    const stepwise = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', stopIds: [stop], pageSize: 4, runAhead: false });
+    const ahead = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', stopIds: [stop], pageSize: 4, runAhead: depth, deferReads });
+    const stepwise = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', stopIds: [stop], pageSize: 4, runAhead: false, deferReads: false });
     const calls = (e: RolloutEngine) =>
       Promise.all([
         e.generate('a', greedyPrompt, { maxNewTokens: 10, temperature: 0 }),
@@ -157,5 +164,38 @@ describe('decode loop', () => {
     expect(ahead.freePages).toBe(ahead.kv.numPages);
     await ahead.close();
     await stepwise.close();
+  });
+
+  it('deferred reads start together, and the steps recorded meanwhile keep the GPU busy while they resolve', async () => {
+    const depth = 3;
+    const e = new RolloutEngine(model, null, { kvBudgetBytes: 1 << 20, kvDtype: 'f32', runAhead: depth, deferReads: true });
+    const events: string[] = [];
+    const queue = gpu.device.queue;
+    const submit = queue.submit;
+    const readBytesLater = gpu.readBytesLater;
+    queue.submit = function (this: GPUQueue, ...a: Parameters<GPUQueue['submit']>) {
+      events.push('submit');
+      return submit.apply(this, a);
+    };
+    gpu.readBytesLater = function (this: Gpu, ...a: Parameters<Gpu['readBytesLater']>) {
+      const r = readBytesLater.apply(this, a);
+      const start = r.start;
+      r.start = () => (r.started || events.push('start'), start.call(r));
+      return r;
+    };
+    let result;
+    try {
+      result = await e.generate('a', greedyPrompt, { maxNewTokens: 12, temperature: 0, ignoreEos: true });
+    } finally {
+      queue.submit = submit;
+      gpu.readBytesLater = readBytesLater;
+    }
+    expect(result.ids).toEqual(greedyIds.slice(0, 12));
+    // Prefill, then the first step alone; from then on the maps of `depth` steps start together, and `depth`
+    // more steps are submitted before the engine waits.
+    const runs = events.join(' ').match(/(submit ?)+|(start ?)+/g)!.map((r) => `${r.trim().split(' ')[0]}x${r.trim().split(' ').length}`);
+    expect(runs.slice(0, 6)).toEqual(['submitx1', 'startx1', 'submitx1', 'startx1', `submitx${depth}`, `startx${depth}`]);
+    expect(events.filter((x) => x === 'start')).toHaveLength(12);
+    await e.close();
   });
 });
