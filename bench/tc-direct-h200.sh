@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # matmul_tc_direct's two versions on the GPU machine in one call (2026-12-07; bench/RESULTS.md, "No GPU, 2026-12-07"):
 # the device tests of test/kernels/matmul-tc.test.ts, `bench kernels` of both versions at 256 rows, the
-# 256-sequence rollout with TROUPE_TC_DIRECT=staged and without (alternating) and on an older bundle (a2), batch-1
-# GPU busy time, then `node bench/tc-probe.mjs rows` if time is left. B: seconds of work it may take (default 300).
+# 256-sequence rollout with TROUPE_TC_DIRECT=staged and without (alternating) and on an older bundle (a2), Dawn's
+# 1-sequence rollouts (beside Deno's in bench/deno-reads-h200.sh), batch-1 GPU busy time, then
+# `node bench/tc-probe.mjs rows` if time is left. B: seconds of work it may take (default 300).
 # Prepare here (bundles as xz, so that the carry stays under 64 MiB):
 #   bash ../shared/tools/device-prep.sh                          # .device/gl, .device/node
 #   node scripts/bundle.mjs && mkdir -p .device/ab && xz -c dist/troupe.mjs > .device/ab/a6.mjs.xz && cp -r dist/demo-model .device/ab/
@@ -14,14 +15,7 @@ source .device/gl/env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 for v in a2 a6; do mkdir -p .device/v/$v; xz -dc .device/ab/$v.mjs.xz > .device/v/$v/troupe.mjs; cp -r .device/ab/demo-model .device/v/$v/; done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
-tag() { sed "s/^{/{\"tag\":\"$1\",/" | tee -a $OUT/rows.jsonl | python3 -c "
-import sys,json
-for l in sys.stdin:
-  try: r=json.loads(l)
-  except: print(l.rstrip()); continue
-  print(r['tag'], r['name'], round(r['value'],2), r['unit'])"; }
-s=$SECONDS
-left() { [ $((SECONDS-s)) -lt $1 ]; }
+source bench/h200-lib.sh
 echo "== device tests (matmul-tc, a6 tree)"; timeout 120 node .device/tests/run.mjs > $OUT/tests.txt 2>&1; grep -E "^tests:|FAILED|  x " $OUT/tests.txt | head -16
 echo "tests at $((SECONDS-s)) s"
 node .device/v/a6/troupe.mjs bench attention --filter decode_f16cache_256 --json >/dev/null 2>&1   # warm-up
@@ -37,6 +31,10 @@ for r in "a6s TROUPE_TC_DIRECT=staged a6" "a6 X=1 a6" "a6 X=1 a6" "a6s TROUPE_TC
   left $((B - 40)) || { echo "stopping rounds at $((SECONDS-s)) s"; break; }
   run $r; echo "round ${r%% *} at $((SECONDS-s)) s"
 done
+if left $((B - 45)); then
+  echo "== a6 1-sequence rollouts (Dawn's side of bench/deno-reads-h200.sh)"
+  timeout 45 node .device/v/a6/troupe.mjs bench rollout --filter 1seq_128new --json 2>/dev/null | tag a6
+fi
 if left $((B - 20)); then
   echo "== a6 batch-1 kernels, GPU busy"
   timeout 40 node .device/v/a6/troupe.mjs bench kernels --filter f16w_xWt_1x --timeline --json 2>$OUT/timeline-b1.txt | tag a6
