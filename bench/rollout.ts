@@ -71,14 +71,14 @@ export async function benchRollout(gpu: Gpu, opts: { quick: boolean; preset?: st
   }
   // One sequence through the engine: where the host's share of a step (recording, the read back) shows, with
   // the next steps recorded while the GPU runs the current one (the default: 2 ahead, 4 under Deno), without, and
-  // 1 or 3 steps ahead. Under Deno also 6 ahead, and reads started at once as under Dawn (before 2026-12-07).
+  // 1 or 3 steps ahead. Under Deno also 6 and 8 ahead, and reads started at once as under Dawn (before 2026-12-07).
   const variants: [string, EngineOptions][] = [
     ['', {}],
     ['_no_run_ahead', { runAhead: false }],
     ['_run_ahead_1', { runAhead: 1 }],
     ['_run_ahead_3', { runAhead: 3 }],
   ];
-  if (gpu.mapWaitsForQueue) variants.push(['_run_ahead_6', { runAhead: 6 }], ['_eager_reads', { runAhead: 3, deferReads: false }]);
+  if (gpu.mapWaitsForQueue) variants.push(['_run_ahead_6', { runAhead: 6 }], ['_run_ahead_8', { runAhead: 8 }], ['_eager_reads', { runAhead: 3, deferReads: false }]);
   for (const [suffix, engineOpts] of variants) {
     const oneName = `rollout_${tag}_1seq_${plan.newTokens}new${suffix}_tok_per_s`;
     if (!want(oneName)) continue;
