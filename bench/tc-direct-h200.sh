@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # matmul_tc_direct's two versions on the GPU machine in one call (2026-12-07; bench/RESULTS.md, "No GPU, 2026-12-07"):
-# the device tests of test/kernels/matmul-tc.test.ts, `bench kernels` of both versions at 256 rows, the
-# 256-sequence rollout with TROUPE_TC_DIRECT=staged and without (alternating) and on an older bundle (a2), Dawn's
-# 1-sequence rollouts (beside Deno's in bench/deno-reads-h200.sh), batch-1 GPU busy time, then
-# `node bench/tc-probe.mjs rows` if time is left. B: seconds of work it may take (default 300).
+# `bench kernels` of both versions at 256 rows, the 256-sequence rollout with TROUPE_TC_DIRECT=staged and without
+# (alternating) and on an older bundle (a2), Dawn's 1-sequence rollouts (beside Deno's in bench/deno-reads-h200.sh),
+# batch-1 GPU busy time, then the device tests of test/kernels/matmul-tc.test.ts and `node bench/tc-probe.mjs rows`
+# if time is left. B: seconds of work it may take (default 300; give the tests 120 or more on a fresh machine).
 # Prepare here (bundles as xz, so that the carry stays under 64 MiB):
 #   bash ../shared/tools/device-prep.sh                          # .device/gl, .device/node
 #   node scripts/bundle.mjs && mkdir -p .device/ab && xz -c dist/troupe.mjs > .device/ab/a6.mjs.xz && cp -r dist/demo-model .device/ab/
@@ -16,9 +16,10 @@ OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 for v in a2 a6; do mkdir -p .device/v/$v; xz -dc .device/ab/$v.mjs.xz > .device/v/$v/troupe.mjs; cp -r .device/ab/demo-model .device/v/$v/; done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 source bench/h200-lib.sh
-echo "== device tests (matmul-tc, a6 tree)"; timeout 120 node .device/tests/run.mjs > $OUT/tests.txt 2>&1; grep -E "^tests:|FAILED|  x " $OUT/tests.txt | head -16
-echo "tests at $((SECONDS-s)) s"
-node .device/v/a6/troupe.mjs bench attention --filter decode_f16cache_256 --json >/dev/null 2>&1   # warm-up
+# Measurements first: on 2026-12-07 14:46 the device tests, run first, took their whole 120 s on a fresh H100
+# without a result and the warm-up 63 s more, which left no time for any row.
+timeout 30 node .device/v/a6/troupe.mjs bench attention --filter decode_f16cache_256 --json >/dev/null 2>$OUT/warmup-err.txt   # warm-up
+echo "warm-up at $((SECONDS-s)) s"
 echo "== kernels at 256 rows (a6: storage and staged rows)"
 for f in tc_staged_f16w_xWt_256x tc_direct_f16w_xWt_256x tc_stagedks; do
   left $((B - 60)) && timeout 80 node .device/v/a6/troupe.mjs bench kernels --filter $f --json 2>>$OUT/kernels-err.txt | tag a6
@@ -38,6 +39,11 @@ fi
 if left $((B - 20)); then
   echo "== a6 batch-1 kernels, GPU busy"
   timeout 40 node .device/v/a6/troupe.mjs bench kernels --filter f16w_xWt_1x --timeline --json 2>$OUT/timeline-b1.txt | tag a6
+fi
+if left $((B - 40)); then
+  echo "== device tests (matmul-tc, a6 tree; each file stopped after the time left)"
+  node .device/tests/run.mjs $((B - 20 - SECONDS + s)) > $OUT/tests.txt 2>&1; grep -E "^tests:|FAILED|  x |no result" $OUT/tests.txt | head -16
+  echo "tests at $((SECONDS-s)) s"
 fi
 if left $((B - 30)); then echo "== tc-probe rows (where version 2's time goes)"; timeout 60 node bench/tc-probe.mjs rows 2>&1 | tee $OUT/probe-rows.txt; fi
 echo "total $((SECONDS-s)) s"

@@ -2,7 +2,8 @@
 // test/deno/vitest-shim.ts in vitest's place (Deno.test supplied by test/device/deno-on-node.ts), and
 // run.mjs runs the bundles one process each, from the repository root (fixtures are read from there).
 //   here:    node scripts/device-tests.mjs .device/tests test/kernels/attention.test.ts test/model/*.test.ts
-//   device:  source .device/gl/env.sh && node .device/tests/run.mjs      (carry .device/tests)
+//   device:  source .device/gl/env.sh && node .device/tests/run.mjs [SECONDS]   (carry .device/tests)
+// SECONDS: the time limit of each file (default 300); a file stopped at it reports the tests it finished.
 // It ends with the line `tests: N passed, N failed, N skipped`; exit code 1 when a test failed.
 import { build } from 'esbuild';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -82,12 +83,15 @@ import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
+const limitMs = 1000 * Number(process.argv[2] ?? 300);
 const total = { passed: 0, failed: 0, skipped: 0 };
 for (const f of readdirSync(here).filter((f) => f.endsWith('.test.js')).sort()) {
   const t0 = Date.now();
-  const p = spawnSync(process.execPath, [join(here, f)], { encoding: 'utf8', timeout: 300_000, maxBuffer: 1 << 26 });
+  const p = spawnSync(process.execPath, [join(here, f)], { encoding: 'utf8', timeout: limitMs, maxBuffer: 1 << 26 });
   const line = (p.stdout ?? '').split('\\n').find((l) => l.startsWith('@@result '));
-  const r = line ? JSON.parse(line.slice(9)) : { passed: 0, failed: 1, skipped: 0, failures: [{ name: f, error: 'no result: ' + (p.error?.message ?? 'exit ' + p.status + ' ' + (p.signal ?? '')) + '\\n' + (p.stderr ?? '').slice(-3000) }] };
+  const done = (p.stderr ?? '').split('\\n').filter((l) => l.startsWith('@@done '));
+  const stopped = 'no result after ' + done.length + ' tests (last: ' + (done.at(-1)?.slice(7) ?? 'none') + '): ' + (p.error?.message ?? 'exit ' + p.status + ' ' + (p.signal ?? ''));
+  const r = line ? JSON.parse(line.slice(9)) : { passed: 0, failed: 1, skipped: 0, failures: [{ name: f, error: stopped + '\\n' + (p.stderr ?? '').slice(-3000) }] };
   total.passed += r.passed; total.failed += r.failed; total.skipped += r.skipped;
   console.log(\`\${r.failed ? 'FAILED' : 'ok'} \${f}: \${r.passed} passed, \${r.failed} failed, \${r.skipped} skipped (\${((Date.now() - t0) / 1000).toFixed(1)} s)\`);
   for (const x of r.failures.slice(0, 5)) console.log('  x ' + x.name + '\\n    ' + x.error.split('\\n').slice(0, 12).join('\\n    '));

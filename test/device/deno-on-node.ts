@@ -38,6 +38,7 @@ export async function runRegistered(skipReport: string): Promise<FileResult> {
       result.skipped++;
       continue;
     }
+    const t0 = Date.now();
     try {
       await t.fn();
       result.passed++;
@@ -45,6 +46,8 @@ export async function runRegistered(skipReport: string): Promise<FileResult> {
       result.failed++;
       result.failures.push({ name: t.name, error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
     }
+    // Progress, so that a file stopped at its time limit still says how far it got (run.mjs prints these then).
+    process.stderr.write(`@@done ${Date.now() - t0} ms: ${t.name}\n`);
   }
   const skips = existsSync(skipReport) ? readFileSync(skipReport, 'utf8').split('\n').filter(Boolean).length : 0;
   result.passed -= skips;
