@@ -7,6 +7,7 @@
 # there from that call, this alternates Deno's rows with Dawn's). B: seconds of work (default 200).
 # Prepare here: bash ../shared/tools/device-prep.sh; the a6 bundle of bench/tc-direct-h200.sh in .device/ab.
 # Carry [".device/gl", ".device/deno", ".device/ab"]; run: B=200 bash bench/deno-reads-h200.sh
+# (or in the same call as bench/tc-direct-h200.sh, whose header says how both runtimes fit in one carry)
 B=${B:-200}
 source .device/gl/env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT

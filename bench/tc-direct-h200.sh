@@ -10,10 +10,12 @@
 #   (the same from a worktree of the older commit into .device/ab/a2.mjs.xz)
 #   node scripts/device-tests.mjs .device/tests test/kernels/matmul-tc.test.ts
 # Carry [".device/gl", ".device/node", ".device/ab", ".device/tests"]; run: B=300 bash bench/tc-direct-h200.sh
+# Both runtimes in one call (no second machine start, no a2): bash scripts/device-shrink.sh, move a2.mjs.xz out of
+# .device/ab, carry ".device/deno" too, and run: B=300 bash bench/tc-direct-h200.sh; B=180 bash bench/deno-reads-h200.sh
 B=${B:-300}
 source .device/gl/env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
-for v in a2 a6; do mkdir -p .device/v/$v; xz -dc .device/ab/$v.mjs.xz > .device/v/$v/troupe.mjs; cp -r .device/ab/demo-model .device/v/$v/; done
+for v in a2 a6; do [ -f .device/ab/$v.mjs.xz ] || continue; mkdir -p .device/v/$v; xz -dc .device/ab/$v.mjs.xz > .device/v/$v/troupe.mjs; cp -r .device/ab/demo-model .device/v/$v/; done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 source bench/h200-lib.sh
 # Measurements first: on 2026-12-07 14:46 the device tests, run first, took their whole 120 s on a fresh H100
@@ -30,6 +32,7 @@ run() { # tag, env, bundle
 }
 for r in "a6s TROUPE_TC_DIRECT=staged a6" "a6 X=1 a6" "a6 X=1 a6" "a6s TROUPE_TC_DIRECT=staged a6" "a2 X=1 a2"; do
   left $((B - 40)) || { echo "stopping rounds at $((SECONDS-s)) s"; break; }
+  [ -f .device/v/${r##* }/troupe.mjs ] || continue
   run $r; echo "round ${r%% *} at $((SECONDS-s)) s"
 done
 if left $((B - 45)); then
