@@ -13,16 +13,18 @@ source .device/gl/env.sh
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 mkdir -p .device/v/a6; xz -dc .device/ab/a6.mjs.xz > .device/v/a6/troupe.mjs; cp -r .device/ab/demo-model .device/v/a6/
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
-troupe() { DENO_WEBGPU_BACKEND=vulkan deno run -A .device/v/a6/troupe.mjs "$@"; }
+# troupe SECONDS ARGS…: the bundle under Deno with a time limit (`timeout` runs programs, not shell functions: on
+# 2026-12-07 16:55 `timeout 90 troupe …` ran nothing).
+troupe() { DENO_WEBGPU_BACKEND=vulkan timeout "$1" deno run -A .device/v/a6/troupe.mjs "${@:2}"; }
 source bench/h200-lib.sh
 # On the machine of bench/tc-direct-h200.sh (still warm), Node and Dawn are still there: alternate the runtimes.
 dawn=; [ -x /tmp/rt/node ] && [ -f node_modules/webgpu/dist/linux-x64/dawn.node ] && dawn=1
 for round in 1 2; do
-  left $((B - 60)) && timeout 90 troupe bench rollout --filter 1seq_128new --json 2>>$OUT/deno-err.txt | tag deno
+  left $((B - 60)) && troupe 90 bench rollout --filter 1seq_128new --json 2>>$OUT/deno-err.txt | tag deno
   [ -n "$dawn" ] && left $((B - 50)) && timeout 45 node .device/v/a6/troupe.mjs bench rollout --filter 1seq_128new --json 2>/dev/null | tag dawn
   echo "round $round at $((SECONDS-s)) s"
 done
-left $((B - 60)) && timeout 60 troupe bench rollout --filter 256seq_128new_tok --json 2>>$OUT/deno-err.txt | tag deno
-left $((B - 40)) && timeout 60 troupe bench model --filter decode --json 2>>$OUT/deno-err.txt | tag deno
+left $((B - 60)) && troupe 60 bench rollout --filter 256seq_128new_tok --json 2>>$OUT/deno-err.txt | tag deno
+left $((B - 40)) && troupe 60 bench model --filter decode --json 2>>$OUT/deno-err.txt | tag deno
 tail -5 $OUT/deno-err.txt
 echo "total $((SECONDS-s)) s"
