@@ -7,7 +7,7 @@
 // bench/torch/bench_attention.py times the same names and shapes in PyTorch (sdpa).
 import type { Gpu } from '../src/gpu/gpu.ts';
 import type { Tensor } from '../src/gpu/tensor.ts';
-import { type AttentionBackwardVersion, type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, attentionTcUnavailable, backwardVersion, type DecodeKernel, quadKernelsUnavailable, pagedKernel, type PrefillKernel, prefillKernel, prefillRows } from '../src/kernels/attention.ts';
+import { type AttentionBackwardVersion, type AttentionDims, attentionBackward, attentionPaged, attentionPrefill, attentionTcUnavailable, backwardVersion, quadKernelsUnavailable, pagedKernel, type PrefillKernel, prefillKernel, prefillRows } from '../src/kernels/attention.ts';
 import { KvCache, type PagedBatch, releaseBatch } from '../src/model/kv-cache.ts';
 import { mulberry32 } from '../src/util/mulberry32.ts';
 import { benchRow, type BenchRow } from './results.ts';
@@ -125,9 +125,9 @@ export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: 
     if (!want(decodeName)) continue;
     const p = pagedSetup(gpu, dims, Array(seqs).fill(sh.decodeLen), 1);
     const kvBytes = 2 * seqs * sh.decodeLen * dims.nKv * D * (p.cache.dtype === 'f16' ? 2 : 4);
-    // The default kernel (version 2) under the plain names; versions 3 and 4 beside it where they can run.
+    // The default kernel (version 2) under the plain names; version 3 beside it where it can run.
     const one = { numSeqs: seqs, maxQueries: 1 };
-    const kernels: DecodeKernel[] = ['decode2', ...(['decode3', 'decode4'] as const).filter((k) => pagedKernel(gpu, dims, p.cache.dtype, seqs, one, k) === k)];
+    const kernels: ('decode3' | 'decode2')[] = pagedKernel(gpu, dims, p.cache.dtype, seqs, one, 'decode3') === 'decode3' ? ['decode2', 'decode3'] : ['decode2'];
     // The versions take turns (3 timings each, the median kept), so that both see the same clocks.
     const timings = kernels.map((): number[] => []);
     for (let turn = 0; turn < 3; turn++) {
@@ -135,7 +135,7 @@ export async function benchAttention(gpu: Gpu, opts: { quick: boolean; filter?: 
     }
     for (const [i, k] of kernels.entries()) {
       const s = timings[i]!.sort((a, b) => a - b)[1]!;
-      const suffix = k === kernels[0] ? '' : `_v${k.slice(-1)}`;
+      const suffix = k === kernels[0] ? '' : '_v3';
       rows.push(benchRow(gpu, `${decodeName}${suffix}`, (4 * D * H * seqs * sh.decodeLen) / s / 1e9, 'GFLOP/s'));
       rows.push(benchRow(gpu, `${decodeName}${suffix}_kvread`, kvBytes / s / 1e9, 'GB/s'));
     }

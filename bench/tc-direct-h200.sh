@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # matmul_tc_direct's two versions on the GPU machine in one call (2026-12-07; bench/RESULTS.md, "No GPU, 2026-12-07"):
-# `bench kernels` of both versions at 256 rows, decode attention's versions at 256 sequences, the 256-sequence rollout
-# with TROUPE_TC_DIRECT=staged, with TROUPE_ATTENTION_DECODE=4 and with neither (alternating) and on an older bundle (a2), Dawn's 1-sequence rollouts (beside Deno's in bench/deno-reads-h200.sh),
+# `bench kernels` of both versions at 256 rows, the 256-sequence rollout with TROUPE_TC_DIRECT=staged and without
+# (alternating) and on an older bundle (a2), Dawn's 1-sequence rollouts (beside Deno's in bench/deno-reads-h200.sh),
 # batch-1 GPU busy time, then the device tests of test/kernels/matmul-tc.test.ts and `node bench/tc-probe.mjs rows`
 # if time is left. B: seconds of work it may take (default 300; give the tests 120 or more on a fresh machine).
 # Prepare here (bundles as xz, so that the carry stays under 64 MiB):
@@ -26,13 +26,11 @@ echo "== kernels at 256 rows (a6: storage and staged rows)"
 for f in tc_staged_f16w_xWt_256x tc_direct_f16w_xWt_256x tc_stagedks; do
   left $((B - 60)) && timeout 80 node .device/v/a6/troupe.mjs bench kernels --filter $f --json 2>>$OUT/kernels-err.txt | tag a6
 done
-echo "== decode attention at 256 sequences: versions 2, 3 and 4 (K rows read by neighbouring lanes), taking turns"
-left $((B - 60)) && timeout 60 node .device/v/a6/troupe.mjs bench attention --filter attention_decode_f16cache_256 --json 2>>$OUT/kernels-err.txt | tag a6
 echo "kernels at $((SECONDS-s)) s"
 run() { # tag, env, bundle
   env $2 timeout 60 node .device/v/$3/troupe.mjs bench rollout --filter 256seq_128new_tok --json 2>/dev/null | tag $1
 }
-for r in "a6s TROUPE_TC_DIRECT=staged a6" "a6 X=1 a6" "a6d4 TROUPE_ATTENTION_DECODE=4 a6" "a6 X=1 a6" "a6s TROUPE_TC_DIRECT=staged a6" "a6d4 TROUPE_ATTENTION_DECODE=4 a6" "a2 X=1 a2"; do
+for r in "a6s TROUPE_TC_DIRECT=staged a6" "a6 X=1 a6" "a6 X=1 a6" "a6s TROUPE_TC_DIRECT=staged a6" "a2 X=1 a2"; do
   left $((B - 40)) || { echo "stopping rounds at $((SECONDS-s)) s"; break; }
   [ -f .device/v/${r##* }/troupe.mjs ] || continue
   run $r; echo "round ${r%% *} at $((SECONDS-s)) s"

@@ -19,14 +19,6 @@
 // and writes it and the v row to the new token's slot, then reads them back after a storage barrier like any key.
 // Same arithmetic as qk_norm_rope.wgsl with T = f32 (the cache's f16 by conversion, as CT(x) there). One query per
 // sequence, so the token is the sequence (qStarts is not read).
-// KL (version 4; needs `subgroups`): version 2 with its scores read another way. Version 2's thread t reads key t's
-// K row whole, so a warp's 16-byte load touches 32 rows 2 KB apart, 32 cache lines for 512 bytes, where its V loads
-// (LPR neighbouring threads a row) touch 4. Here the K rows are read like the V rows: LPR neighbouring threads a
-// key, KG keys at once, VU at a time; each thread's part of a key's dots is summed over KP neighbouring lanes by
-// subgroupShuffleXor (KP: LPR, or the least subgroup size if smaller, the rest, NP parts, summed through workgroup
-// memory), and thread t then takes key t's score as before. Threads fill subgroups in invocation order, as version 3
-// assumes. Every lane takes every shuffle: the key loop's bounds are the workgroup's, loads past the tile re-read
-// its last key and are not stored.
 struct Params {
   Tq: u32, nHeads: u32, nKv: u32, group: u32, pageSize: u32, maxPages: u32, splits: u32, chunk: u32,
   scale2: f32, eps: f32, _p1: u32, _p2: u32,
@@ -67,10 +59,6 @@ var<workgroup> red: array<f32, G * WG>;
 var<workgroup> probs: array<f32, G * WG>;
 var<workgroup> slots: array<u32, WG>;
 var<workgroup> merged: array<f32, KG * u32(HD)>;
-#if KL
-const NP = LPR / KP;              // parts of a key's dots left after the shuffles
-var<workgroup> kparts: array<f32, G * WG * NP>;
-#endif
 
 /** The 16 bytes at i as LW f32 values (lo, and for f16 hi). */
 struct Load { lo: vec4f, hi: vec4f }
@@ -90,19 +78,6 @@ fn accumulateV(acc: ptr<function, array<vec4f, G * NA>>, v: Load, j: u32) {
     if (F16) { (*acc)[r * NA + 1u] += pj * v.hi; }
   }
 }
-
-#if KL
-/** Key j's dots with the G query rows over this thread's 16 bytes of its K row, summed over KP neighbouring lanes and
- *  stored as part lane / KP of the key's scores (j past the tile's nk keys: shuffled, not stored). */
-fn scoreParts(k: Load, j: u32, nk: u32, lane: u32) {
-  for (var r = 0u; r < G; r++) {
-    var d = dot(qs[r * QV + lane * NA], k.lo);
-    if (F16) { d += dot(qs[r * QV + lane * NA + 1u], k.hi); }
-    for (var o = KP / 2u; o > 0u; o >>= 1u) { d += subgroupShuffleXor(d, o); }
-    if (j < nk && lane % KP == 0u) { kparts[(r * WG + j) * NP + lane / KP] = d; }
-  }
-}
-#endif
 
 #if FUSE
 const HALF = u32(HD) / 2u;
@@ -224,27 +199,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     let key = kb + tid;
     var s: array<f32, G>;
     for (var r = 0u; r < G; r++) { s[r] = MASKED; }
-#if KL
-    if (key < end) { slots[tid] = pageTable[pages + key / p.pageSize] * p.pageSize + key % p.pageSize; }
-    workgroupBarrier();
-    let nk = min(WG, end - kb);
-    let steps = (nk + KG - 1u) / KG;
-    for (var st = 0u; st < steps; st += VU) {
-      var ks: array<Load, VU>;
-      for (var u = 0u; u < VU; u++) {
-        ks[u] = unpack(kc[(slots[min((st + u) * KG + kg, nk - 1u)] * p.nKv + kvh) * LPR + lane]);
-      }
-      for (var u = 0u; u < VU; u++) { scoreParts(ks[u], (st + u) * KG + kg, nk, lane); }
-    }
-    workgroupBarrier();
-    if (key < end) {
-      for (var r = 0u; r < G; r++) {
-        var d = 0.0;
-        for (var part = 0u; part < NP; part++) { d += kparts[(r * WG + tid) * NP + part]; }
-        s[r] = d * p.scale2;
-      }
-    }
-#else
     if (key < end) {
       let slot = pageTable[pages + key / p.pageSize] * p.pageSize + key % p.pageSize;
       slots[tid] = slot;
@@ -260,7 +214,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       }
       for (var r = 0u; r < G; r++) { s[r] = dots[r] * p.scale2; }
     }
-#endif
     for (var r = 0u; r < G; r++) { red[r * WG + tid] = s[r]; }
     workgroupBarrier();
     for (var st = WG / 2u; st > 0u; st >>= 1u) {

@@ -1,8 +1,8 @@
 // Causal attention: training/prefill forward over packed sequences (shaders/attention_prefill.wgsl;
 // attention_prefill_quad.wgsl where subgroups exist; attention_prefill_tc.wgsl on tensor cores when asked), its backward (shaders/attention_backward.wgsl;
 // attention_backward_quad.wgsl where subgroups exist) and inference over the paged KV cache
-// (shaders/attention_paged.wgsl; decode steps attention_decode.wgsl's version 2, its versions 3 and 4 when asked).
-// TROUPE_ATTENTION_PREFILL (1|2|3), _BACKWARD (1|2) and TROUPE_ATTENTION_DECODE (2|3|4) force a version.
+// (shaders/attention_paged.wgsl; decode steps attention_decode.wgsl's version 2, its version 3 when asked).
+// TROUPE_ATTENTION_PREFILL (1|2|3), _BACKWARD (1|2) and TROUPE_ATTENTION_DECODE (2|3) force a version.
 import type { DType } from '../gpu/dtype.ts';
 import { GpuLimitError } from '../gpu/errors.ts';
 import type { Gpu } from '../gpu/gpu.ts';
@@ -12,7 +12,6 @@ import type { KvCache, PagedBatch } from '../model/kv-cache.ts';
 import { expectDtype, expectSize, ShapeError } from './check.ts';
 import { ceilDiv, grid1d, MAX_WORKGROUPS } from './grid.ts';
 import { tensorCoreUnavailable } from './matmul-tc.ts';
-import { shuffleConsts } from './shuffle.ts';
 
 export interface AttentionDims {
   nHeads: number;
@@ -46,7 +45,7 @@ function checkDims(kernel: string, d: AttentionDims): { group: number; scale: nu
 }
 
 /** Workgroup memory (bytes) of each entry point for a head dim, as declared in its shader. */
-export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'prefill3' | 'paged' | 'decode' | 'decode2' | 'decode3' | 'decode4' | 'dkdv' | 'dq' | 'dkdv2' | 'dq2' | 'dkdv3' | 'dq3', headDim: number, group = 1, lanes = 1): number {
+export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'prefill3' | 'paged' | 'decode' | 'decode2' | 'decode3' | 'dkdv' | 'dq' | 'dkdv2' | 'dq2' | 'dkdv3' | 'dq3', headDim: number, group = 1, lanes = 1): number {
   const ns = Math.ceil(headDim / 4);
   const vec4 = 16;
   switch (kernel) {
@@ -78,9 +77,6 @@ export function workgroupBytes(kernel: 'prefill4' | 'prefill8' | 'prefill2' | 'p
       const keyGroups = 128 / (headDim / 8);
       return vec4 * group * (headDim / 4) + 4 * (2 * group * 128 + 128 + keyGroups * headDim);
     }
-    case 'decode4':
-      // version 2's, and the `lanes` parts (here: parts) of each key's scores left after the shuffles
-      return workgroupBytes('decode2', headDim, group) + 4 * group * 128 * lanes;
     case 'dkdv':
       return vec4 * (2 * 8 * (ns + 1) + 2 * 16 * (ns + 1) + 2 * 2 * 16) + 4 * (4 * 16 + 2);
     case 'dq':
@@ -327,65 +323,36 @@ const DECODE_FUSED_STORAGE_BUFFERS = 12;
 /** Whether attentionPaged can take a DecodeQkNormRope for Tq queries of this batch: a version-2 decode step of
  *  f32 queries, on a device that binds 12 storage buffers a stage and has room for the normed rows. */
 export function decodeFusesQkNormRope(gpu: Gpu, dims: AttentionDims, cacheDtype: 'f32' | 'f16', Tq: number, batch: Pick<PagedBatch, 'numSeqs' | 'maxQueries'>, qDtype: DType = 'f32'): boolean {
-  if (qDtype !== 'f32') return false;
-  const kernel = pagedKernel(gpu, dims, cacheDtype, Tq, batch);
-  return (kernel === 'decode2' || kernel === 'decode4') && fusedDecodeFits(gpu, dims, cacheDtype, kernel);
+  return qDtype === 'f32' && fusedDecodeFits(gpu, dims) && pagedKernel(gpu, dims, cacheDtype, Tq, batch) === 'decode2';
 }
 
 /** Whether the device binds the FUSE variant's buffers and has room for its normed rows. */
-function fusedDecodeFits(gpu: Gpu, dims: AttentionDims, cacheDtype: 'f32' | 'f16', kernel: 'decode2' | 'decode4'): boolean {
+function fusedDecodeFits(gpu: Gpu, dims: AttentionDims): boolean {
   if (gpu.limits.maxStorageBuffersPerShaderStage < DECODE_FUSED_STORAGE_BUFFERS) return false;
   const group = dims.nHeads / dims.nKv;
-  return decodeV2Bytes(gpu, dims.headDim, group, cacheDtype, kernel) + 4 * (group + 1) * dims.headDim <= gpu.limits.maxComputeWorkgroupStorageSize;
+  return workgroupBytes('decode2', Math.max(dims.headDim, 8), group) + 4 * (group + 1) * dims.headDim <= gpu.limits.maxComputeWorkgroupStorageSize;
 }
 
-/** Workgroup memory of decode version 2 or 4 on this device (version 2's f32 cache has half the f16 one's key
- *  groups: the f16 size bounds both). */
-function decodeV2Bytes(gpu: Gpu, headDim: number, group: number, cacheDtype: 'f32' | 'f16', kernel: 'decode2' | 'decode4'): number {
-  const hd = Math.max(headDim, 8);
-  return kernel === 'decode2' ? workgroupBytes('decode2', hd, group) : workgroupBytes('decode4', hd, group, decodeV4Shuffles(gpu, headDim, cacheDtype).parts);
-}
-
-/** Version 4's shuffles: lanes a key's row is read by (loads a row), lanes a shuffle sum spans (that, or the least
- *  subgroup size if smaller) and the parts left for workgroup memory; null lanes where the device has no subgroups. */
-export function decodeV4Shuffles(gpu: Gpu, headDim: number, cacheDtype: 'f32' | 'f16'): { lanes: number | null; parts: number } {
-  const loads = headDim / (cacheDtype === 'f16' ? 8 : 4);
-  const { SGR, SGL } = shuffleConsts(gpu);
-  if (!SGR) return { lanes: null, parts: loads };
-  const lanes = Math.min(SGL, loads);
-  return { lanes, parts: loads / lanes };
-}
-
-/** The kernels of attentionPaged: decode versions 4 and 3 (subgroups) and 2 (one query per sequence), the version-1
+/** The kernels of attentionPaged: decode versions 3 (subgroups) and 2 (one query per sequence), the version-1
  *  decode entry (few rows per sequence) and the tiled one. */
-export type PagedKernel = 'decode4' | 'decode3' | 'decode2' | 'decode' | 'paged';
-/** The decode versions a caller may ask attentionPaged for. */
-export type DecodeKernel = 'decode4' | 'decode3' | 'decode2';
+export type PagedKernel = 'decode3' | 'decode2' | 'decode' | 'paged';
 
 /** Which kernel attentionPaged runs for Tq queries of a batch (see there); `prefer` (else TROUPE_ATTENTION_DECODE)
- *  'decode3' or 'decode4' asks for that version where it can run. */
+ *  'decode3' asks for version 3 where it can run. */
 export function pagedKernel(
   gpu: Gpu,
   dims: AttentionDims,
   cacheDtype: 'f32' | 'f16',
   Tq: number,
   batch: Pick<PagedBatch, 'numSeqs' | 'maxQueries'>,
-  prefer?: DecodeKernel,
+  prefer?: 'decode3' | 'decode2',
 ): PagedKernel {
   const group = dims.nHeads / dims.nKv;
   const maxQueries = batch.maxQueries ?? Tq;
   if (Tq === batch.numSeqs && maxQueries === 1) {
     // Version 2 by default: on the H200 version 3 ran 0.71x its KV read rate at 256 x 1024 and 0.87x at
     // 1 x 1024, and a 256-sequence decode step 0.81x (bench attention/model, 2026-12-02 17:00 UTC).
-    const env = prefer === undefined ? envVersion('TROUPE_ATTENTION_DECODE', ['2', '3', '4']) : undefined;
-    if (prefer === 'decode4' || env === '4') {
-      if (decodeV2Applies(gpu, dims.headDim, group, cacheDtype) && decodeV4Shuffles(gpu, dims.headDim, cacheDtype).lanes !== null &&
-        decodeV2Bytes(gpu, dims.headDim, group, cacheDtype, 'decode4') <= gpu.limits.maxComputeWorkgroupStorageSize) return 'decode4';
-      if (prefer === undefined) {
-        throw new GpuLimitError(`TROUPE_ATTENTION_DECODE=4: decode version 4 cannot run here (it needs subgroups, a power-of-two number of 16-byte loads per row and room for its scores' parts; head dim ${dims.headDim}, ${cacheDtype} cache)`);
-      }
-    }
-    if (prefer === 'decode3' || env === '3') {
+    if (prefer === 'decode3' || (prefer === undefined && envVersion('TROUPE_ATTENTION_DECODE', ['2', '3']) === '3')) {
       if (decodeV3Lanes(gpu, dims.headDim, group, cacheDtype) !== null) return 'decode3';
       if (prefer === undefined) {
         throw new GpuLimitError(`TROUPE_ATTENTION_DECODE=3: decode version 3 cannot run here (it needs subgroups and a power-of-two number of 16-byte loads per row; head dim ${dims.headDim}, ${cacheDtype} cache)`);
@@ -402,7 +369,7 @@ export function pagedKernel(
  *  A decode step takes attention_decode.wgsl's version 2 where it applies (decodeV2Applies), or version 3 when
  *  `prefer` (or TROUPE_ATTENTION_DECODE=3) asks and subgroups exist (decodeV3Lanes); other calls with few rows per
  *  sequence the `decode` entry point of attention_paged.wgsl, and the rest its tiled `main`. */
-export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: number, batch: PagedBatch, dims: AttentionDims, prefer?: DecodeKernel, qkNormRope?: DecodeQkNormRope): Tensor {
+export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: number, batch: PagedBatch, dims: AttentionDims, prefer?: 'decode3' | 'decode2', qkNormRope?: DecodeQkNormRope): Tensor {
   const name = 'attention_paged';
   const { group, scale } = checkDims(name, dims);
   if (dims.nKv !== cache.nKv || dims.headDim !== cache.headDim) {
@@ -420,8 +387,8 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   if (batch.numSeqs > MAX_WORKGROUPS) throw new ShapeError(`${name}: ${batch.numSeqs} sequences exceed ${MAX_WORKGROUPS}`);
   const seqRows = (batch.maxQueries ?? Tq) * group;
   const kernel = pagedKernel(gpu, dims, cache.dtype, Tq, batch, prefer);
-  if (qkNormRope) checkDecodeQkNormRope(gpu, qkNormRope, dims, kernel, cache.dtype, Tq, batch);
-  const oneTile = kernel === 'decode4' || kernel === 'decode3' || kernel === 'decode2';
+  if (qkNormRope) checkDecodeQkNormRope(gpu, qkNormRope, dims, kernel, Tq, batch);
+  const oneTile = kernel === 'decode3' || kernel === 'decode2';
   const qTiles = oneTile ? 1 : ceilDiv(seqRows, kernel === 'decode' ? 4 : BQ);
   // Version 3's groups walk their keys in series (U = 4 at a time): few sequences get splits down to one pass.
   const lanes = kernel === 'decode3' ? decodeV3Lanes(gpu, dims.headDim, group, cache.dtype)! : 0;
@@ -429,7 +396,7 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   const { splits, chunk } =
     kernel === 'decode3'
       ? pagedSplits(batch.numSeqs * dims.nKv, batch.maxSeqLen, v3Step, v3Step)
-      : kernel === 'decode2' || kernel === 'decode4'
+      : kernel === 'decode2'
         ? decodeSplits(batch.numSeqs * dims.nKv, batch.maxSeqLen)
         : pagedSplits(batch.numSeqs * dims.nKv * qTiles, batch.maxSeqLen, kernel === 'paged' ? 32 : 128);
   checkGrid(name, qTiles * splits);
@@ -448,27 +415,23 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
     gpu.dispatch({
       shader: 'attention_decode',
       entry: 'main_sg',
-      variant: { enables: ['subgroups'], consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: true, L: lanes, FUSE: false, KL: false, KP: 1 } },
+      variant: { enables: ['subgroups'], consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: true, L: lanes, FUSE: false } },
       uniforms,
       bindings: [q, kc, vc, ...tables],
       workgroups: [splits, dims.nKv, batch.numSeqs],
       label: 'attention_decode.sg',
     });
-  } else if (kernel === 'decode2' || kernel === 'decode4') {
+  } else if (kernel === 'decode2') {
     const fuse = qkNormRope !== undefined;
-    const v4 = kernel === 'decode4';
     gpu.dispatch({
       shader: 'attention_decode',
-      variant: {
-        enables: v4 ? ['subgroups'] : [],
-        consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: false, FUSE: fuse, KL: v4, KP: v4 ? decodeV4Shuffles(gpu, dims.headDim, cache.dtype).lanes! : 1 },
-      },
+      variant: { consts: { HD: dims.headDim, G: group, F16: cache.dtype === 'f16', SG: false, FUSE: fuse } },
       uniforms,
       bindings: fuse
         ? [q, kc, vc, null, ...tables.slice(1), qkNormRope.k, qkNormRope.v, qkNormRope.qkNorm, qkNormRope.cos, qkNormRope.sin]
         : [q, kc, vc, ...tables],
       workgroups: [splits, dims.nKv, batch.numSeqs],
-      label: `attention_decode${v4 ? '.v4' : ''}${fuse ? '(qk_norm_rope)' : ''}`,
+      label: fuse ? 'attention_decode(qk_norm_rope)' : 'attention_decode',
     });
   } else {
     gpu.dispatch({
@@ -497,10 +460,10 @@ export function attentionPaged(gpu: Gpu, q: Tensor, cache: KvCache, layer: numbe
   return o;
 }
 
-function checkDecodeQkNormRope(gpu: Gpu, x: DecodeQkNormRope, dims: AttentionDims, kernel: PagedKernel, cacheDtype: 'f32' | 'f16', Tq: number, batch: PagedBatch): void {
+function checkDecodeQkNormRope(gpu: Gpu, x: DecodeQkNormRope, dims: AttentionDims, kernel: PagedKernel, Tq: number, batch: PagedBatch): void {
   const name = 'attention_decode(qk_norm_rope)';
-  if ((kernel !== 'decode2' && kernel !== 'decode4') || !fusedDecodeFits(gpu, dims, cacheDtype, kernel)) {
-    throw new ShapeError(`${name}: the q/k norm and RoPE go inside version-2 (or -4) decode steps only (f32 queries, one per sequence, 12 storage buffers a stage); here: ${Tq} queries of ${batch.numSeqs} sequences, ${gpu.limits.maxStorageBuffersPerShaderStage} storage buffers (decodeFusesQkNormRope)`);
+  if (kernel !== 'decode2' || !fusedDecodeFits(gpu, dims)) {
+    throw new ShapeError(`${name}: the q/k norm and RoPE go inside version-2 decode steps only (f32 queries, one per sequence, 12 storage buffers a stage); here: ${Tq} queries of ${batch.numSeqs} sequences, ${gpu.limits.maxStorageBuffersPerShaderStage} storage buffers (decodeFusesQkNormRope)`);
   }
   for (const t of [x.k, x.v]) {
     expectDtype(name, t, 'f32');

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { roundF16 } from '../../src/gpu/dtype.ts';
 import type { Gpu } from '../../src/gpu/gpu.ts';
-import { type AttentionDims, attentionPaged, decodeFusesQkNormRope, type DecodeKernel, pagedKernel } from '../../src/kernels/attention.ts';
+import { type AttentionDims, attentionPaged, decodeFusesQkNormRope } from '../../src/kernels/attention.ts';
 import { qkNormRope, qkNormRopeWritesCache } from '../../src/kernels/qk-norm-rope.ts';
 import { KvCache, type PagedBatch, releaseBatch } from '../../src/model/kv-cache.ts';
 import { RopeTable, ropeTables } from '../../src/model/rope-table.ts';
@@ -59,17 +59,14 @@ function cacheWithPrefix(gpu: Gpu, cached: number[], dims: AttentionDims, dtype:
 }
 
 describe('attention_decode with the q/k norm and RoPE inside (FUSE)', () => {
-  // Version 2 (the default), and version 4 (its K rows read by neighbouring lanes) where subgroups exist.
-  for (const [dtype, version] of [['f32', undefined], ['f16', undefined], ['f32', 'decode4'], ['f16', 'decode4']] as const) {
+  for (const dtype of ['f32', 'f16'] as const) {
     for (const { cached, dims } of CASES) {
-      it(`${dtype} cache${version ? ', version 4' : ''}: cached [${cached}] heads ${dims.nHeads}/${dims.nKv} hd ${dims.headDim}`, async (ctx) => {
+      it(`${dtype} cache: cached [${cached}] heads ${dims.nHeads}/${dims.nKv} hd ${dims.headDim}`, async (ctx) => {
         const gpu = await testGpu();
         if (dtype === 'f16' && !gpu.f16) return ctx.skip();
         const S = cached.length;
         const one = { numSeqs: S, maxQueries: 1 };
         if (!decodeFusesQkNormRope(gpu, dims, dtype, S, one)) return ctx.skip('the device binds fewer than 12 storage buffers a stage');
-        const prefer: DecodeKernel | undefined = version;
-        if (prefer && pagedKernel(gpu, dims, dtype, S, one, prefer) !== prefer) return ctx.skip('version 4 does not run here (no subgroups)');
         const { nHeads, nKv, headDim: hd } = dims;
         const row = nKv * hd;
         const round = dtype === 'f16' ? roundF16 : (x: Float32Array) => x;
@@ -87,7 +84,7 @@ describe('attention_decode with the q/k norm and RoPE inside (FUSE)', () => {
 
         const fused = cacheWithPrefix(gpu, cached, dims, dtype, prefix);
         const otherLayer = await gpu.readF32(fused.cache.k[0]!);
-        const o = attentionPaged(gpu, up(q, [S, nHeads, hd], 'q'), fused.cache, 1, fused.batch, dims, prefer, {
+        const o = attentionPaged(gpu, up(q, [S, nHeads, hd], 'q'), fused.cache, 1, fused.batch, dims, undefined, {
           k: up(k, [S, nKv, hd], 'k'),
           v: up(v, [S, nKv, hd], 'v'),
           qkNorm,
@@ -158,7 +155,7 @@ describe('attention_decode with the q/k norm and RoPE inside (FUSE)', () => {
     });
     const prefill = cache.buildBatch([{ pages, cachedLen: 0, newTokens: 3 }]);
     expect(() => attentionPaged(gpu, gpu.upload(randn(3 * 64, 4), [3, 4, 16], 'f32', 'q'), cache, 0, prefill, dims, undefined, extra(3))).toThrow(
-      /attention_decode\(qk_norm_rope\): the q\/k norm and RoPE go inside version-2 \(or -4\) decode steps only/,
+      /attention_decode\(qk_norm_rope\): the q\/k norm and RoPE go inside version-2 decode steps only/,
     );
     const step = cache.buildBatch([{ pages, cachedLen: 5, newTokens: 1 }]);
     if (decodeFusesQkNormRope(gpu, dims, 'f32', 1, step)) {
