@@ -18,7 +18,7 @@ import type { Tensor } from '../src/gpu/tensor.ts';
 import { cast, castBf16 } from '../src/kernels/cast.ts';
 import { add } from '../src/kernels/elementwise.ts';
 import { matmulVariant, matmulWith, type MatmulVariant } from '../src/kernels/matmul.ts';
-import { TC_TILES, type TcTileName, tensorCoreDirectPlan, tensorCorePlan } from '../src/kernels/matmul-tc.ts';
+import { castDirectRows, directParts, TC_TILES, type TcTileName, tensorCoreDirectPartsPlan, tensorCoreDirectPlan, tensorCorePlan } from '../src/kernels/matmul-tc.ts';
 import { reduceRows } from '../src/kernels/reduce.ts';
 import { sampleTokensPacked, type SamplingRow } from '../src/kernels/sample.ts';
 import { softmax, softmaxBackward } from '../src/kernels/softmax.ts';
@@ -38,6 +38,8 @@ interface Case {
   needsF16?: boolean;
   /** Runs only where tensorCorePlan (direct: tensorCoreDirectPlan) accepts the shape. */
   tensorCores?: { M: number; N: number; K: number; transA: boolean; transB: boolean; tile?: TcTileName; direct?: Direct; splits?: number };
+  /** Runs only where this gives no reason against it. */
+  unavailable?(gpu: Gpu): string | null;
   /** Allocates inputs; returns one dispatch, the tensors to free afterwards, and optionally a check of the
    * result after one dispatch (an error message, or null). */
   setup(gpu: Gpu): { run(): void; tensors: Tensor[]; verify?(): Promise<string | null> };
@@ -125,6 +127,34 @@ function tcCase(layout: Layout, M: number, N: number, K: number, dt: 'f16' | 'f1
       };
       const opts = { transA, transB, out, tcTile: tile, tcSplits: splits, tcStaged: direct === 'staged', label: 'bench.matmul_tc' };
       return { run: () => void matmulWith(gpu, direct ? 'tc_direct' : 'tc', a, b, opts), tensors: [a, b, out], verify };
+    },
+  };
+}
+
+/** Products that share their input on matmul_tc_direct (q, k, v; gate, up), x cast once: one dispatch for all of them
+ * (directParts: matmul_tc_parts…, TROUPE_TC_DIRECT_PARTS=on in the model) or one each (matmul_tc_sep…, the default). */
+function tcPartsCase(M: number, Ns: number[], K: number, joined: boolean): Case {
+  const weights = Ns.map((n) => ({ dtype: 'f16' as const, shape: [n, K], label: `bench.w${n}` }));
+  return {
+    name: `matmul_tc_${joined ? 'parts' : 'sep'}_f16w_xWt_${M}x${Ns.join('+')}x${K}`,
+    unit: 'GFLOP/s',
+    work: 2 * M * Ns.reduce((a, b) => a + b, 0) * K,
+    unavailable: (gpu) => {
+      const plan = tensorCoreDirectPartsPlan(gpu, M, K, weights);
+      return typeof plan === 'string' ? plan : null;
+    },
+    setup(gpu) {
+      const x = randomTensor(gpu, [M, K], 'f32', 1, 'bench.x');
+      const ws = Ns.map((n, i) => randomTensor(gpu, [n, K], 'f16', 2 + i, `bench.w${i}`));
+      const run = () => {
+        const rows = castDirectRows(gpu, x, 'bench.parts');
+        const outs = joined
+          ? directParts(gpu, rows, ws, Ns.map((_, i) => `bench.part${i}`))
+          : ws.map((w) => matmulWith(gpu, 'tc_direct', x, w, { transB: true, x16: rows, label: 'bench.matmul_tc' }));
+        rows.release();
+        for (const o of outs) o.release();
+      };
+      return { run, tensors: [x, ...ws] };
     },
   };
 }
@@ -252,6 +282,8 @@ export function kernelCases(quick: boolean): Case[] {
     for (const ks of [1, 2, 4, 8]) for (const [N, K] of [[3072, 1024], [1024, 3072], [2048, 1024]]) cases.push(tcCase('xWt', 256, N!, K!, 'f16w', undefined, direct, ks));
   }
   for (const [N, K] of LINEARS) cases.push(tcCase('xWt', 256, N, K, 'f16w'));
+  // q, k, v and gate, up of Qwen3-0.6B from one cast: one dispatch against one each
+  for (const M of [128, 256, 512]) for (const joined of [false, true]) cases.push(tcPartsCase(M, [2048, 1024, 1024], 1024, joined), tcPartsCase(M, [3072, 3072], 1024, joined));
   // backward dx = dy·W over 8192 tokens (W [out, in] read as [K, N])
   cases.push(tcCase('AB', 8192, 1024, 3072, 'f16w'), tcCase('AB', 8192, 3072, 1024, 'f16w'), tcCase('AB', 8192, 1024, 2048, 'f16w'));
   return cases;
@@ -264,6 +296,7 @@ export async function benchKernels(gpu: Gpu, opts: { quick: boolean; filter?: st
     if (c.needsF16 && !gpu.f16) continue;
     const tc = c.tensorCores;
     if (tc && typeof (tc.direct ? tensorCoreDirectPlan(gpu, tc, 'f32', 'f16', tc.splits, tc.direct === 'staged') : tensorCorePlan(gpu, tc, tc.tile)) === 'string') continue;
+    if (c.unavailable?.(gpu)) continue;
     const { run, tensors, verify } = c.setup(gpu);
     try {
       if (verify) {

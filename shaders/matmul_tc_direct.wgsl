@@ -23,8 +23,12 @@
 //   waited for in each of the 16 fragments' writes.
 // - Each subgroup holds its 4 x 4 fragments in sixteen named accumulators (an array of them would live in local
 //   memory on the H200: bench/RESULTS.md, tensor-core matmul version 3).
-// Variant consts: SM, SN, SK (the subgroup matrix config), SG (subgroup size), KS (subgroups a workgroup), STAGED.
-struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, kPart: u32, _p0: u32, _p1: u32 }
+// - PARTS (2 or 3): the same x against two or three weights in one dispatch (q, k and v; gate and up), each into its
+//   own out (plain products: alpha 1, no accumulation), their column tiles side by side in the grid's x: three
+//   products of 64-256 tiles each, one after another, left most SMs idle in each one's last wave and between them.
+//   Weight loads branch on the workgroup's part, so the branch is uniform.
+// Variant consts: SM, SN, SK (the subgroup matrix config), SG (subgroup size), KS (subgroups a workgroup), STAGED, PARTS.
+struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, kPart: u32, N2: u32, N3: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 #if STAGED
@@ -36,6 +40,22 @@ struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, kPart: u32,
 #endif
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> scaleX: array<f32>;
+#if MULTI
+#if STAGED
+@group(0) @binding(5) var<storage, read> wB: array<vec4u>;
+#else
+@group(0) @binding(5) var<storage, read> wB: array<f16>;
+#endif
+@group(0) @binding(6) var<storage, read_write> outB: array<f32>;
+#endif
+#if THREE
+#if STAGED
+@group(0) @binding(7) var<storage, read> wC: array<vec4u>;
+#else
+@group(0) @binding(7) var<storage, read> wC: array<f16>;
+#endif
+@group(0) @binding(8) var<storage, read_write> outC: array<f32>;
+#endif
 
 alias Left = subgroup_matrix_left<f16, SK, SM>;
 alias Right = subgroup_matrix_right<f16, SN, SK>;
@@ -78,6 +98,16 @@ fn halves(v: vec4u) -> array<f16, 8> {
   let d = unpack2x16float(v.w);
   return array(f16(a.x), f16(a.y), f16(b.x), f16(b.y), f16(c.x), f16(c.y), f16(d.x), f16(d.y));
 }
+// The 16-byte load i of the workgroup's weight; `part` (0: w, 1: wB, 2: wC) is the workgroup's.
+fn wLoad(part: u32, i: u32) -> vec4u {
+#if MULTI
+  if (part == 1u) { return wB[i]; }
+#endif
+#if THREE
+  if (part == 2u) { return wC[i]; }
+#endif
+  return w[i];
+}
 fn stageX(at: u32, v: vec4u) {
   let h = halves(v);
   for (var j = 0u; j < 8u; j++) { tileX[at + j] = h[j]; }
@@ -88,18 +118,38 @@ fn stageW(at: u32, v: vec4u) {
 }
 #endif
 
+#if !STAGED
+// The workgroup's weight fragment at `at` (columns of W as a col_major right operand).
+fn wFragment(part: u32, at: u32) -> Right {
+#if MULTI
+  if (part == 1u) { return subgroupMatrixLoad<Right, col_major>(&wB, at, p.K); }
+#endif
+#if THREE
+  if (part == 2u) { return subgroupMatrixLoad<Right, col_major>(&wC, at, p.K); }
+#endif
+  return subgroupMatrixLoad<Right, col_major>(&w, at, p.K);
+}
+#endif
+
 // Sums the fragment each subgroup just stored in tileC and writes it to out at (row, col): the thread's NE
-// elements lid + j·THREADS, whose rows' alpha / scale are inv[j] (rows past M are padding: never written).
-fn emit(row: u32, col: u32, lid: u32, inv: array<f32, NE>) {
+// elements lid + j·THREADS, whose rows' alpha / scale are inv[j] (rows past M are padding: never written). `part`
+// picks the out (0: out, 1: outB, 2: outC) and nOut is its columns.
+fn emit(row: u32, col: u32, lid: u32, inv: array<f32, NE>, part: u32, nOut: u32) {
   workgroupBarrier();
   for (var j = 0u; j < NE; j++) {
     let e = lid + j * THREADS;
     let r = row + e / SN;
     if (r < p.M) {
-      let o = r * p.N + col + e % SN;
+      let o = r * nOut + col + e % SN;
       var v = 0.0;
       for (var s = 0u; s < KS; s++) { v += tileC[s * FRAG + e]; }
       var y = v * inv[j];
+#if MULTI
+      if (part == 1u) { outB[o] = y; continue; }
+#endif
+#if THREE
+      if (part == 2u) { outC[o] = y; continue; }
+#endif
       if (p.accumulate != 0u) { y = y + out[o]; }
       out[o] = y;
     }
@@ -120,7 +170,25 @@ fn rowFactors(row: u32, lid: u32) -> array<f32, NE> {
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @builtin(local_invocation_index) lid: u32) {
   let row0 = wid.y * BM;
-  let col0 = wid.x * BN;
+  // The workgroup's product and its columns (uniform: from the workgroup id and the uniforms).
+  var tile = wid.x;
+  var part = 0u;
+  var nOut = p.N;
+#if MULTI
+  if (tile >= p.N / BN) {
+    tile -= p.N / BN;
+    part = 1u;
+    nOut = p.N2;
+#if THREE
+    if (tile >= p.N2 / BN) {
+      tile -= p.N2 / BN;
+      part = 2u;
+      nOut = p.N3;
+    }
+#endif
+  }
+#endif
+  let col0 = tile * BN;
 
   var c00 = Acc();
   var c01 = Acc();
@@ -146,10 +214,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   var x1 = x[sliceLoad(1u, lid, row0, 0u)];
   var x2 = x[sliceLoad(2u, lid, row0, 0u)];
   var x3 = x[sliceLoad(3u, lid, row0, 0u)];
-  var w0 = w[sliceLoad(0u, lid, col0, 0u)];
-  var w1 = w[sliceLoad(1u, lid, col0, 0u)];
-  var w2 = w[sliceLoad(2u, lid, col0, 0u)];
-  var w3 = w[sliceLoad(3u, lid, col0, 0u)];
+  var w0 = wLoad(part, sliceLoad(0u, lid, col0, 0u));
+  var w1 = wLoad(part, sliceLoad(1u, lid, col0, 0u));
+  var w2 = wLoad(part, sliceLoad(2u, lid, col0, 0u));
+  var w3 = wLoad(part, sliceLoad(3u, lid, col0, 0u));
 #else
   let kBegin = sid * p.kPart;  // the host makes kPart a multiple of SK and KS·kPart = K
   let kLast = kBegin + p.kPart - SK;
@@ -162,10 +230,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   var na1 = subgroupMatrixLoad<Left, row_major>(&x, xa + xs + kBegin, p.K);
   var na2 = subgroupMatrixLoad<Left, row_major>(&x, xa + 2u * xs + kBegin, p.K);
   var na3 = subgroupMatrixLoad<Left, row_major>(&x, xa + 3u * xs + kBegin, p.K);
-  var nb0 = subgroupMatrixLoad<Right, col_major>(&w, wb + kBegin, p.K);
-  var nb1 = subgroupMatrixLoad<Right, col_major>(&w, wb + ws + kBegin, p.K);
-  var nb2 = subgroupMatrixLoad<Right, col_major>(&w, wb + 2u * ws + kBegin, p.K);
-  var nb3 = subgroupMatrixLoad<Right, col_major>(&w, wb + 3u * ws + kBegin, p.K);
+  var nb0 = wFragment(part, wb + kBegin);
+  var nb1 = wFragment(part, wb + ws + kBegin);
+  var nb2 = wFragment(part, wb + 2u * ws + kBegin);
+  var nb3 = wFragment(part, wb + 3u * ws + kBegin);
 #endif
   for (var step = 0u; step < steps; step++) {
 #if STAGED
@@ -185,10 +253,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
       x1 = x[sliceLoad(1u, lid, row0, kn)];
       x2 = x[sliceLoad(2u, lid, row0, kn)];
       x3 = x[sliceLoad(3u, lid, row0, kn)];
-      w0 = w[sliceLoad(0u, lid, col0, kn)];
-      w1 = w[sliceLoad(1u, lid, col0, kn)];
-      w2 = w[sliceLoad(2u, lid, col0, kn)];
-      w3 = w[sliceLoad(3u, lid, col0, kn)];
+      w0 = wLoad(part, sliceLoad(0u, lid, col0, kn));
+      w1 = wLoad(part, sliceLoad(1u, lid, col0, kn));
+      w2 = wLoad(part, sliceLoad(2u, lid, col0, kn));
+      w3 = wLoad(part, sliceLoad(3u, lid, col0, kn));
     }
     let a0 = subgroupMatrixLoad<Left, row_major>(&tileX, kk, LD);
     let a1 = subgroupMatrixLoad<Left, row_major>(&tileX, SM * LD + kk, LD);
@@ -213,10 +281,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
     na1 = subgroupMatrixLoad<Left, row_major>(&x, xa + xs + kn, p.K);
     na2 = subgroupMatrixLoad<Left, row_major>(&x, xa + 2u * xs + kn, p.K);
     na3 = subgroupMatrixLoad<Left, row_major>(&x, xa + 3u * xs + kn, p.K);
-    nb0 = subgroupMatrixLoad<Right, col_major>(&w, wb + kn, p.K);
-    nb1 = subgroupMatrixLoad<Right, col_major>(&w, wb + ws + kn, p.K);
-    nb2 = subgroupMatrixLoad<Right, col_major>(&w, wb + 2u * ws + kn, p.K);
-    nb3 = subgroupMatrixLoad<Right, col_major>(&w, wb + 3u * ws + kn, p.K);
+    nb0 = wFragment(part, wb + kn);
+    nb1 = wFragment(part, wb + ws + kn);
+    nb2 = wFragment(part, wb + 2u * ws + kn);
+    nb3 = wFragment(part, wb + 3u * ws + kn);
 #endif
     c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
     c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
@@ -243,35 +311,35 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32, @buil
   let f3 = rowFactors(row0 + 3u * SM, lid);
   let mine = sid * FRAG;
   subgroupMatrixStore<row_major>(&tileC, mine, c00, SN);
-  emit(row0, col0, lid, f0);
+  emit(row0, col0, lid, f0, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c01, SN);
-  emit(row0, col0 + SN, lid, f0);
+  emit(row0, col0 + SN, lid, f0, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c02, SN);
-  emit(row0, col0 + 2u * SN, lid, f0);
+  emit(row0, col0 + 2u * SN, lid, f0, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c03, SN);
-  emit(row0, col0 + 3u * SN, lid, f0);
+  emit(row0, col0 + 3u * SN, lid, f0, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c10, SN);
-  emit(row0 + SM, col0, lid, f1);
+  emit(row0 + SM, col0, lid, f1, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c11, SN);
-  emit(row0 + SM, col0 + SN, lid, f1);
+  emit(row0 + SM, col0 + SN, lid, f1, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c12, SN);
-  emit(row0 + SM, col0 + 2u * SN, lid, f1);
+  emit(row0 + SM, col0 + 2u * SN, lid, f1, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c13, SN);
-  emit(row0 + SM, col0 + 3u * SN, lid, f1);
+  emit(row0 + SM, col0 + 3u * SN, lid, f1, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c20, SN);
-  emit(row0 + 2u * SM, col0, lid, f2);
+  emit(row0 + 2u * SM, col0, lid, f2, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c21, SN);
-  emit(row0 + 2u * SM, col0 + SN, lid, f2);
+  emit(row0 + 2u * SM, col0 + SN, lid, f2, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c22, SN);
-  emit(row0 + 2u * SM, col0 + 2u * SN, lid, f2);
+  emit(row0 + 2u * SM, col0 + 2u * SN, lid, f2, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c23, SN);
-  emit(row0 + 2u * SM, col0 + 3u * SN, lid, f2);
+  emit(row0 + 2u * SM, col0 + 3u * SN, lid, f2, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c30, SN);
-  emit(row0 + 3u * SM, col0, lid, f3);
+  emit(row0 + 3u * SM, col0, lid, f3, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c31, SN);
-  emit(row0 + 3u * SM, col0 + SN, lid, f3);
+  emit(row0 + 3u * SM, col0 + SN, lid, f3, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c32, SN);
-  emit(row0 + 3u * SM, col0 + 2u * SN, lid, f3);
+  emit(row0 + 3u * SM, col0 + 2u * SN, lid, f3, part, nOut);
   subgroupMatrixStore<row_major>(&tileC, mine, c33, SN);
-  emit(row0 + 3u * SM, col0 + 3u * SN, lid, f3);
+  emit(row0 + 3u * SM, col0 + 3u * SN, lid, f3, part, nOut);
 }

@@ -170,14 +170,22 @@ const DIRECT_MIN_KPART = 128;
 /** Staged rows' padding, in halves (LD in the shader). */
 const STAGED_PAD = 8;
 
+/** Whether the environment variable `name` is set to `yes` (else unset, empty or `no`), read once. */
+const envFlags = new Map<string, boolean>();
+function envFlag(name: string, yes: string, no: string): boolean {
+  let flag = envFlags.get(name);
+  if (flag === undefined) {
+    const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name];
+    if (v !== undefined && v !== '' && v !== yes && v !== no) throw new ShapeError(`${name}=${v}: expected ${yes} or ${no}`);
+    envFlags.set(name, (flag = v === yes));
+  }
+  return flag;
+}
+
 /** Whether matmul_tc_direct stages its slices (version 2) unless a choice says otherwise: TROUPE_TC_DIRECT=staged or
- * storage (version 1, the default), read once. */
-let stagedFromEnv: boolean | undefined;
+ * storage (version 1, the default). */
 export function directStagedDefault(): boolean {
-  if (stagedFromEnv !== undefined) return stagedFromEnv;
-  const v = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.TROUPE_TC_DIRECT;
-  if (v !== undefined && v !== '' && v !== 'staged' && v !== 'storage') throw new ShapeError(`TROUPE_TC_DIRECT=${v}: expected staged or storage`);
-  return (stagedFromEnv = v === 'staged');
+  return envFlag('TROUPE_TC_DIRECT', 'staged', 'storage');
 }
 
 /** Rows of x as matmul_tc_direct reads it: M padded to whole tiles of FRAGS fragments. */
@@ -310,13 +318,60 @@ export function dispatchTensorCoreDirect(gpu: Gpu, plan: TcDirectPlan, x: Tensor
   const { M: SM, N: SN, K: SK } = plan.config;
   gpu.dispatch({
     shader: 'matmul_tc_direct',
-    variant: { enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'], consts: { SM, SN, SK, SG: plan.subgroupSize, KS: plan.ks, STAGED: plan.staged } },
+    variant: { enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'], consts: { SM, SN, SK, SG: plan.subgroupSize, KS: plan.ks, STAGED: plan.staged, MULTI: false, THREE: false } },
     uniforms: new Uniforms().u32(s.M).u32(s.N).u32(s.K).u32(accumulate ? 1 : 0).f32(alpha).u32(plan.kPart).u32(0).u32(0),
     bindings: [cast.x16, w, out, cast.scale],
     workgroups: [s.N / plan.bn, plan.mp / plan.bm],
     label,
   });
   if (!rows) cast.release();
+}
+
+/** Whether products that share their f16 rows go to matmul_tc_direct as one dispatch (directParts): opt-in,
+ *  TROUPE_TC_DIRECT_PARTS=on (or off), until a GPU has timed it. */
+export function directPartsEnabled(): boolean {
+  return envFlag('TROUPE_TC_DIRECT_PARTS', 'on', 'off');
+}
+
+/** The plan of directParts for rows of x [M, K] against these weights ([N_i, K] f16, two or three), or why not: one
+ *  matmul_tc_direct plan over their columns side by side (the split by the sum of their tiles). */
+export function tensorCoreDirectPartsPlan(gpu: Gpu, M: number, K: number, weights: readonly Pick<Tensor, 'dtype' | 'shape' | 'label'>[], staged = directStagedDefault()): TcDirectPlan | string {
+  if (weights.length !== 2 && weights.length !== 3) return `direct tensor cores take two or three weights in one dispatch, not ${weights.length}`;
+  for (const w of weights) {
+    if (w.dtype !== 'f16' || w.shape.length !== 2 || w.shape[1] !== K) return `${w.label} ${w.dtype} [${w.shape}] is not an f16 weight [N, ${K}]`;
+  }
+  const N = weights.reduce((sum, w) => sum + w.shape[0]!, 0);
+  const plan = tensorCoreDirectPlan(gpu, { M, N, K, transA: false, transB: true }, 'f32', 'f16', undefined, staged);
+  if (typeof plan === 'string') return plan;
+  const odd = weights.find((w) => w.shape[0]! % plan.bn !== 0);
+  return odd ? `${odd.label} has ${odd.shape[0]} columns, not a multiple of ${plan.bn}` : plan;
+}
+
+/** out_i [M, N_i] = x·W_iᵀ for two or three f16 weights (q, k, v; gate, up) in one matmul_tc_direct dispatch, from x's
+ *  f16 rows cast once (castDirectRows / castNormedRows): the numbers of matmul() on tc_direct with the same split, one
+ *  product after another. */
+export function directParts(gpu: Gpu, rows: DirectRows, weights: readonly Tensor[], labels: readonly string[], staged = directStagedDefault()): Tensor[] {
+  const name = `matmul_tc_direct(${labels.join(',')})`;
+  const [M, K] = rows.source.shape as [number, number];
+  if (labels.length !== weights.length) throw new TensorCoreError(`${name}: ${labels.length} labels for ${weights.length} weights`);
+  const plan = tensorCoreDirectPartsPlan(gpu, M, K, weights, staged);
+  if (typeof plan === 'string') throw new TensorCoreError(`${name}: cannot run ${M} rows of ${rows.source.label} here: ${plan}`);
+  if (rows.mp !== plan.mp || rows.x16.shape[1] !== K) throw new TensorCoreError(`${name}: the f16 rows of ${rows.source.label} are [${rows.x16.shape}], not [${plan.mp}, ${K}]`);
+  const N = weights.map((w) => w.shape[0]!);
+  const outs = weights.map((w, i) => gpu.tensor([M, N[i]!], 'f32', `${labels[i]}.out`));
+  const { M: SM, N: SN, K: SK } = plan.config;
+  gpu.dispatch({
+    shader: 'matmul_tc_direct',
+    variant: {
+      enables: ['f16', 'subgroups', 'chromium_experimental_subgroup_matrix'],
+      consts: { SM, SN, SK, SG: plan.subgroupSize, KS: plan.ks, STAGED: plan.staged, MULTI: true, THREE: weights.length === 3 },
+    },
+    uniforms: new Uniforms().u32(M).u32(N[0]!).u32(K).u32(0).f32(1).u32(plan.kPart).u32(N[1]!).u32(N[2] ?? 0),
+    bindings: [rows.x16, weights[0]!, outs[0]!, rows.scale, weights[1]!, outs[1]!, weights[2] ?? null, outs[2] ?? null],
+    workgroups: [N.reduce((sum, n) => sum + n / plan.bn, 0), plan.mp / plan.bm],
+    label: name,
+  });
+  return outs;
 }
 
 /** A single 1.0: the scale of an operand that needs none. */

@@ -17,7 +17,7 @@ import { attentionPaged, attentionPrefill, type AttentionDims, decodeFusesQkNorm
 import { add } from '../kernels/elementwise.ts';
 import { embedding } from '../kernels/embedding.ts';
 import { matmul, matmulRowsGlu, matmulRowsNorm, matmulRowsParts, pickMatmulVariant, ROWS_MAX_M, rowsGluApplies, rowsNormApplies, rowsPartsApply } from '../kernels/matmul.ts';
-import { castDirectRows, castNormedRows, type DirectRows, tiledCastsA } from '../kernels/matmul-tc.ts';
+import { castDirectRows, castNormedRows, type DirectRows, directParts, directPartsEnabled, tensorCoreDirectPartsPlan, tiledCastsA } from '../kernels/matmul-tc.ts';
 import { qkNormRope, qkNormRopeWritesCache } from '../kernels/qk-norm-rope.ts';
 import { addRmsnorm, rmsnorm } from '../kernels/rmsnorm.ts';
 import { rope } from '../kernels/rope.ts';
@@ -262,6 +262,7 @@ export class Qwen3Model {
         // Products on tensor cores: the norm and their f16 cast of its output in one pass.
         const { y, rows } = castNormedRows(this.gpu, input.x, input.norm, input.eps, label());
         try {
+          if (this.directParts(y, weights)) return this.linearsDirect(layer, parts, y, rows, ctx);
           return parts.map(([module, w]) => this.linear(layer, module, y, w, ctx, rows));
         } finally {
           y.release();
@@ -278,13 +279,29 @@ export class Qwen3Model {
     const x = input;
     if (!rowsPartsApply(this.gpu, x, weights)) {
       const x16 = this.sharesCast(x, weights) ? castDirectRows(this.gpu, x, label()) : undefined;
-      const ys = parts.map(([module, w]) => this.linear(layer, module, x, w, ctx, x16));
+      const ys = x16 && this.directParts(x, weights) ? this.linearsDirect(layer, parts, x, x16, ctx) : parts.map(([module, w]) => this.linear(layer, module, x, w, ctx, x16));
       x16?.release();
       return ys;
     }
     const ys = matmulRowsParts(this.gpu, x, weights, parts.map(([module]) => module));
     parts.forEach(([module], i) => ctx.adapter?.apply(this.gpu, layer, module, x, ys[i]!));
     return ys;
+  }
+
+  /** linear() of each part as one matmul_tc_direct dispatch over x's f16 rows (directParts), each adapter's delta after. */
+  private linearsDirect(layer: number, parts: readonly (readonly [LinearModule, Tensor])[], x: Tensor, rows: DirectRows, ctx: LayerContext): Tensor[] {
+    const ys = directParts(this.gpu, rows, parts.map(([, w]) => w), parts.map(([module]) => module));
+    parts.forEach(([module], i) => ctx.adapter?.apply(this.gpu, layer, module, x, ys[i]!));
+    return ys;
+  }
+
+  /** Whether the products of x [M, K] with these weights, each of which would run on tc_direct, run as one dispatch
+   * (TROUPE_TC_DIRECT_PARTS=on, and a plan for their columns side by side). */
+  private directParts(x: Tensor, weights: readonly Tensor[]): boolean {
+    if (!directPartsEnabled() || weights.length < 2) return false;
+    const [M, K] = x.shape as [number, number];
+    const direct = weights.every((w) => pickMatmulVariant(this.gpu, { M, N: w.shape[0]!, K, transA: false, transB: true }, { a: x.dtype, b: w.dtype }) === 'tc_direct');
+    return direct && typeof tensorCoreDirectPartsPlan(this.gpu, M, K, weights) !== 'string';
   }
 
   /** Whether products of x [M, K] (or of its norm: the same shape and type) with these weights all run on tensor

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { f16BitsToF32, roundF16 } from '../../src/gpu/dtype.ts';
 import { Uniforms, u32s } from '../../src/gpu/uniforms.ts';
 import { matmulWith, pickMatmulVariant, setMatmulPolicy } from '../../src/kernels/matmul.ts';
-import { absmaxScales, castDirectRows, TC_TILES, type TcTileName, TensorCoreError, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable, tiledCastsA } from '../../src/kernels/matmul-tc.ts';
+import { absmaxScales, castDirectRows, directParts, TC_TILES, type TcTileName, TensorCoreError, tensorCoreDirectPartsPlan, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable, tiledCastsA } from '../../src/kernels/matmul-tc.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { matmulRef } from '../ref/matmul.ts';
@@ -80,6 +80,30 @@ describe('matmul tc', () => {
       matmulWith(gpu, 'tc', ta, tb, { transA, transB, tcTile: c.tile, alpha: -0.5, accumulate: true, out });
       expect(relError(await gpu.readF32(out), matmulRef(a16, b16, M, N, K, { transA, transB, alpha: -0.5, init }))).toBeLessThan(1e-5);
       for (const t of [ta, tb, out]) t.release();
+    });
+  }
+
+  // Two or three weights in one matmul_tc_direct dispatch (q, k, v; gate, up), both versions: each out against the CPU
+  // reference of its own product.
+  const PARTS: [number, number[], number][] = [[256, [2048, 1024, 1024], 1024], [130, [3072, 3072], 1024], [17, [64, 128], 64]];
+  for (const staged of [false, true]) for (const [M, Ns, K] of PARTS) {
+    const weights = Ns.map((n) => ({ dtype: 'f16' as const, shape: [n, K], label: `w${n}` }));
+    const plan = noTensorCores ?? tensorCoreDirectPartsPlan(gpu, M, K, weights, staged);
+    const name = `direct${staged ? ' staged' : ''} parts ${M} rows x [${Ns}] x ${K} (${typeof plan === 'string' ? plan : `${plan.ks} subgroups over K`})`;
+    it.skipIf(typeof plan === 'string')(`${name}: each out equals the CPU reference of its f16 inputs`, async () => {
+      const a = randn(M * K, M + K, 3);
+      for (let i = 0; i < M; i += 5) for (let k = 0; k < K; k++) a[i * K + k]! *= 1e-6;
+      const bs = Ns.map((n, i) => roundF16(randn(n * K, K + 10 * i + 1)));
+      const ta = gpu.upload(a, [M, K], 'f32', 'x');
+      const tbs = bs.map((b, i) => gpu.upload(b, [Ns[i]!, K], 'f16', `w${i}`));
+      const rows = castDirectRows(gpu, ta, 'parts');
+      const outs = directParts(gpu, rows, tbs, Ns.map((_, i) => `part${i}`), staged);
+      const a16 = tcOperandRef(a, M, K, false, true);
+      for (const [i, out] of outs.entries()) {
+        expect(relError(await gpu.readF32(out), matmulRef(a16, bs[i]!, M, Ns[i]!, K, { transB: true }))).toBeLessThan(1e-5);
+      }
+      rows.release();
+      for (const t of [ta, ...tbs, ...outs]) t.release();
     });
   }
 
