@@ -23,11 +23,12 @@
 //   waited for in each of the 16 fragments' writes.
 // - Each subgroup holds its 4 x 4 fragments in sixteen named accumulators (an array of them would live in local
 //   memory on the H200: bench/RESULTS.md, tensor-core matmul version 3).
-// - PARTS (2 or 3): the same x against two or three weights in one dispatch (q, k and v; gate and up), each into its
-//   own out (plain products: alpha 1, no accumulation), their column tiles side by side in the grid's x: three
-//   products of 64-256 tiles each, one after another, left most SMs idle in each one's last wave and between them.
-//   Weight loads branch on the workgroup's part, so the branch is uniform.
-// Variant consts: SM, SN, SK (the subgroup matrix config), SG (subgroup size), KS (subgroups a workgroup), STAGED, PARTS.
+// - MULTI (two weights) and THREE (three): the same x against two or three weights in one dispatch (q, k and v;
+//   gate and up), each into its own out (plain products: alpha 1, no accumulation), their column tiles side by side
+//   in the grid's x. One at a time, each of these products has 64-192 tiles at 256 rows (not yet timed: bench/RESULTS.md,
+//   2026-12-07). Weight loads branch on the workgroup's part, so the branch is uniform.
+// Variant consts: SM, SN, SK (the subgroup matrix config), SG (subgroup size), KS (subgroups a workgroup), STAGED,
+// MULTI, THREE.
 struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, kPart: u32, N2: u32, N3: u32 }
 
 @group(0) @binding(0) var<uniform> p: Params;

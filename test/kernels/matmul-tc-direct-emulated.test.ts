@@ -3,8 +3,8 @@
 // kernel runs as written, both versions: f16 fragments loaded straight from storage (K split over 2 and 8
 // subgroups of a workgroup) and from slices staged in workgroup memory (1, 2 and 4 subgroups, several slices);
 // whole and padded row tiles, several column tiles, power-of-two row scales, alpha and accumulation, and two or
-// three weights in one dispatch (PARTS), against a float64 reference over the same f16 operands. Under Node (SwiftShader has no f16) it is compiled only,
-// f16 read as f32. On a GPU with subgroup matrices the kernel itself runs through matmul (matmul-tc.test.ts).
+// three weights in one dispatch (MULTI, THREE), against a float64 reference over the same f16 operands. Under Node
+// (SwiftShader has no f16) it is compiled only, f16 read as f32. On a GPU with subgroup matrices the kernel itself runs through matmul (matmul-tc.test.ts).
 import { describe, expect, it } from 'vitest';
 import { toF16Array, fromF16Array } from '../../src/gpu/dtype.ts';
 import { type Gpu, variantHeader } from '../../src/gpu/gpu.ts';

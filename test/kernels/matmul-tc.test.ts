@@ -107,6 +107,14 @@ describe('matmul tc', () => {
     });
   }
 
+  it('directParts refuses weights it cannot take side by side, naming them', () => {
+    const w = (n: number, k: number, dtype: 'f16' | 'f32' = 'f16') => ({ dtype, shape: [n, k], label: `w${n}x${k}` });
+    expect(tensorCoreDirectPartsPlan(gpu, 256, 1024, [w(2048, 1024)])).toMatch(/two or three weights in one dispatch, not 1/);
+    expect(tensorCoreDirectPartsPlan(gpu, 256, 1024, [w(2048, 1024), w(1024, 512)])).toMatch(/w1024x512 f16 \[1024,512\] is not an f16 weight \[N, 1024\]/);
+    expect(tensorCoreDirectPartsPlan(gpu, 256, 1024, [w(2048, 1024), w(1024, 1024, 'f32')])).toMatch(/w1024x1024 f32 .* is not an f16 weight/);
+    if (noTensorCores === null) expect(tensorCoreDirectPartsPlan(gpu, 256, 1024, [w(2048, 1024), w(1000, 1024)])).toMatch(/w1000x1024 has 1000 columns, not a multiple of 64|is not a multiple of 64/);
+  });
+
   // matmul_tc_direct, both versions (fragments from storage; staged slices): x·Wᵀ with f16 W for batches of rows; odd
   // M (padding rows), K split across 1-8 subgroups (K 64 and 528 keep one: too shallow, and not a whole number of
   // steps a part), the staged version's 4-subgroup slices and its explicit split of 8 (128-deep slices), alpha and
