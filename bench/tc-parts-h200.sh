@@ -16,8 +16,8 @@ OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 mkdir -p .device/v/a6; xz -dc .device/ab/a6.mjs.xz > .device/v/a6/troupe.mjs; cp -r .device/ab/demo-model .device/v/a6/
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 source bench/h200-lib.sh
-echo "== kernels: one dispatch (parts) against one each (sep), x cast once either way"
-for f in matmul_tc_sep matmul_tc_parts matmul_tc_sep matmul_tc_parts; do
+echo "== kernels: one dispatch (parts) against one each (sep), x cast once either way; the single products at 256 rows"
+for f in matmul_tc_sep matmul_tc_parts tc_direct_f16w_xWt_256x matmul_tc_sep matmul_tc_parts; do
   left $((B - 60)) && timeout 60 node .device/v/a6/troupe.mjs bench kernels --filter $f --json 2>>$OUT/kernels-err.txt | tag a6
 done
 echo "kernels at $((SECONDS-s)) s"
