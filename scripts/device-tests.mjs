@@ -90,7 +90,8 @@ for (const f of readdirSync(here).filter((f) => f.endsWith('.test.js')).sort()) 
   const p = spawnSync(process.execPath, [join(here, f)], { encoding: 'utf8', timeout: limitMs, maxBuffer: 1 << 26 });
   const line = (p.stdout ?? '').split('\\n').find((l) => l.startsWith('@@result '));
   const done = (p.stderr ?? '').split('\\n').filter((l) => l.startsWith('@@done '));
-  const stopped = 'no result after ' + done.length + ' tests (last: ' + (done.at(-1)?.slice(7) ?? 'none') + '): ' + (p.error?.message ?? 'exit ' + p.status + ' ' + (p.signal ?? ''));
+  const doneFailed = done.filter((l) => l.includes(' FAILED (')).map((l) => '\\n    failed: ' + l.slice(7));
+  const stopped = 'no result after ' + done.length + ' tests, ' + (done.length - doneFailed.length) + ' passed (last: ' + (done.at(-1)?.slice(7) ?? 'none') + '): ' + (p.error?.message ?? 'exit ' + p.status + ' ' + (p.signal ?? '')) + doneFailed.join('');
   const r = line ? JSON.parse(line.slice(9)) : { passed: 0, failed: 1, skipped: 0, failures: [{ name: f, error: stopped + '\\n' + (p.stderr ?? '').slice(-3000) }] };
   total.passed += r.passed; total.failed += r.failed; total.skipped += r.skipped;
   console.log(\`\${r.failed ? 'FAILED' : 'ok'} \${f}: \${r.passed} passed, \${r.failed} failed, \${r.skipped} skipped (\${((Date.now() - t0) / 1000).toFixed(1)} s)\`);

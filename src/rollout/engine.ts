@@ -123,6 +123,7 @@ export class RolloutEngine {
   private readonly waiting: Sequence[] = [];
   private readonly running: Sequence[] = [];
   private pumping: Promise<void> | null = null;
+  private closed = false;
   /** The last step's draws, kept on the GPU: the next decode step takes its ids from them when it runs the
    * same sequences in the same order. */
   private lastSample: { seqs: Sequence[]; sample: PackedSample } | null = null;
@@ -183,6 +184,7 @@ export class RolloutEngine {
   }
 
   generate(role: string, prompt: readonly ChatMessage[] | readonly number[] | string, options: GenerateOptions = {}): Promise<GenerateResult> {
+    if (this.closed) throw new RolloutError(`generate(${role}): the rollout engine is closed (its KV cache is freed)`);
     const promptIds = this.promptIds(prompt);
     const maxNewTokens = options.maxNewTokens ?? 256;
     if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1) throw new RolloutError(`generate(${role}): maxNewTokens must be a positive integer, got ${maxNewTokens}`);
@@ -588,12 +590,17 @@ export class RolloutEngine {
     });
   }
 
-  /** Ends every call (finishReason 'abort') and frees the cache. */
+  /** Ends every call (finishReason 'abort') and frees the cache; generate() refuses calls after it. Before
+   * 2026-12-07 the KV cache stayed allocated, and a process that made engines one after another ran out of GPU
+   * memory (Deno's 1-sequence rollout rows, seven engines of 17 GB on an H100). */
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     for (const s of [...this.waiting, ...this.running]) this.endEarly(s, 'abort');
     await this.pumping;
     this.reapEnded();
     this.dropLastSample();
     this.prefix?.clear();
+    this.kv.destroy();
   }
 }

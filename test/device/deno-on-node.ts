@@ -39,15 +39,18 @@ export async function runRegistered(skipReport: string): Promise<FileResult> {
       continue;
     }
     const t0 = Date.now();
+    let failed = '';
     try {
       await t.fn();
       result.passed++;
     } catch (e) {
       result.failed++;
       result.failures.push({ name: t.name, error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+      failed = ` FAILED (${(e instanceof Error ? e.message : String(e)).split('\n')[0]})`;
     }
-    // Progress, so that a file stopped at its time limit still says how far it got (run.mjs prints these then).
-    process.stderr.write(`@@done ${Date.now() - t0} ms: ${t.name}\n`);
+    // Progress, so that a file stopped at its time limit still says how far it got and what failed (run.mjs prints
+    // these then).
+    process.stderr.write(`@@done ${Date.now() - t0} ms: ${t.name}${failed}\n`);
   }
   const skips = existsSync(skipReport) ? readFileSync(skipReport, 'utf8').split('\n').filter(Boolean).length : 0;
   result.passed -= skips;

@@ -76,6 +76,20 @@ describe('RolloutEngine', () => {
     expect(e.freePages).toBe(e.kv.numPages);
   }, SLOW);
 
+  it('close frees the KV cache (every layer\'s K and V) and refuses later calls, naming why', async () => {
+    const live = gpu.memory.liveBytes;
+    const e = engine();
+    const cacheBytes = [...e.kv.k, ...e.kv.v].reduce((a, t) => a + t.buffer.size, 0);
+    expect(cacheBytes).toBeGreaterThan(0);
+    expect(gpu.memory.liveBytes - live).toBeGreaterThanOrEqual(cacheBytes);
+    await e.generate('frozen', greedyPrompt, { ...greedy, maxNewTokens: 2 });
+    const before = gpu.memory.liveBytes;
+    await e.close();
+    expect(before - gpu.memory.liveBytes).toBeGreaterThanOrEqual(cacheBytes);
+    expect(() => e.generate('frozen', greedyPrompt, greedy)).toThrow(/rollout engine is closed/);
+    await e.close(); // a second close is a no-op, not a second release
+  });
+
   it('a batch mixing adapters equals separate runs', async () => {
     const e = engine();
     const roles = ['generator', 'frozen', 'evaluator', 'generator', 'frozen'];

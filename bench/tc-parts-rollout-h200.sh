@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Why directParts (TROUPE_TC_DIRECT_PARTS=on) won 1.1-1.6x as a kernel at 128-256 rows but not in the 256-sequence
+# rollout (2026-12-07 19:40 call): more alternating rollout rounds, then one --profile rollout of each (per-kernel GPU
+# time on $OUT/prof-*.txt), then the device tests of matmul-tc with the time left (directParts' cases come first).
+# Prepare and carry as bench/tc-parts-h200.sh says (.device/deno too for Deno's 1-sequence rows); run:
+#   B=150 bash bench/tc-parts-rollout-h200.sh
+B=${B:-120}
+source .device/gl/env.sh
+OUT=${OUT:-/tmp/out}; mkdir -p $OUT
+mkdir -p .device/v/a6; xz -dc .device/ab/a6.mjs.xz > .device/v/a6/troupe.mjs; cp -r .device/ab/demo-model .device/v/a6/
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+source bench/h200-lib.sh
+rollout() { env $2 timeout 40 node .device/v/a6/troupe.mjs bench rollout --filter 256seq_128new_tok --json $3 2>${4:-/dev/null} | tag $1 | grep tok_per; }
+for r in a6 a6p a6 a6p a6 a6p; do
+  left $((B - 50)) || break
+  [ $r = a6p ] && rollout a6p TROUPE_TC_DIRECT_PARTS=on || rollout a6 X=1
+done
+echo "rounds at $((SECONDS-s)) s"
+rollout a6-prof X=1 --profile $OUT/prof-a6.txt
+rollout a6p-prof TROUPE_TC_DIRECT_PARTS=on --profile $OUT/prof-a6p.txt
+for f in a6 a6p; do echo "== $f"; head -22 $OUT/prof-$f.txt | cut -c1-110; done
+# Deno's 1-sequence rows (run-ahead depths for its default), where .device/deno was carried: on 2026-12-07 19:40 they
+# ran out of GPU memory, each engine's KV cache never freed (fixed the same day).
+if [ -f .device/deno/deno.xz ] && left $((B - 40)); then
+  DENO_WEBGPU_BACKEND=vulkan timeout 50 deno run -A .device/v/a6/troupe.mjs bench rollout --filter 1seq_128new --json 2>>$OUT/deno-err.txt | tag deno
+  tail -3 $OUT/deno-err.txt 2>/dev/null
+fi
+if left $((B - 20)); then
+  node .device/tests/run.mjs $((B - 5 - SECONDS + s)) > $OUT/tests.txt 2>&1
+  grep -E "^tests:|FAILED|failed:|parts" $OUT/tests.txt | head -24
+fi
+echo "total $((SECONDS-s)) s"
