@@ -46,6 +46,15 @@ async function timeRun(engine: RolloutEngine, plan: Plan, roles: string[], vocab
   return { seconds: (performance.now() - t0) / 1000, tokens: results.reduce((a, r) => a + r.ids.length, 0) };
 }
 
+/** The plan's prompts and samples for `newTokens` tokens, untimed: its prefill and decode shapes compile their
+ * pipelines here rather than in the timed run (Dawn compiles on the host while it records, and the GPU waits). The
+ * prefix cache is emptied after, so that the timed run prefills its prompts as a rollout does. Before 2026-12-07 the
+ * warm-up was one sequence, and the 256-sequence shapes compiled inside the timed run. */
+async function warmUp(engine: RolloutEngine, plan: Plan, roles: string[], vocab: number, newTokens = 2): Promise<void> {
+  await timeRun(engine, { ...plan, newTokens: Math.min(newTokens, plan.newTokens) }, roles, vocab);
+  engine.clearPrefixCache();
+}
+
 export async function benchRollout(gpu: Gpu, opts: { quick: boolean; preset?: string; filter?: string }): Promise<BenchRow[]> {
   const plan = opts.quick ? QUICK : FULL;
   const name = opts.quick ? 'tiny' : (opts.preset ?? 'Qwen3-0.6B');
@@ -62,7 +71,7 @@ export async function benchRollout(gpu: Gpu, opts: { quick: boolean; preset?: st
   const baseName = `rollout_${tag}_${seqs}seq_${plan.newTokens}new_tok_per_s`;
   if (want(baseName)) {
     const engine = new RolloutEngine(model, null, { kvBudgetBytes, maxBatchSeqs: seqs, maxPrefillTokens: 16384 });
-    await timeRun(engine, { ...plan, prompts: 1, samples: 1 }, ['base'], config.vocabSize); // compile pipelines
+    await warmUp(engine, plan, ['base'], config.vocabSize);
     gpu.pool.resetPeak();
     const r = await timeRun(engine, plan, ['base'], config.vocabSize);
     rows.push(benchRow(gpu, baseName, r.tokens / r.seconds, 'tok/s'));
@@ -84,7 +93,7 @@ export async function benchRollout(gpu: Gpu, opts: { quick: boolean; preset?: st
     if (!want(oneName)) continue;
     const one: Plan = { ...plan, prompts: 1, samples: 1 };
     const engine = new RolloutEngine(model, null, { kvBudgetBytes, maxBatchSeqs: seqs, ...engineOpts });
-    await timeRun(engine, { ...one, newTokens: Math.min(8, plan.newTokens) }, ['base'], config.vocabSize);
+    await warmUp(engine, one, ['base'], config.vocabSize, 8);
     const r = await timeRun(engine, one, ['base'], config.vocabSize);
     rows.push(benchRow(gpu, oneName, r.tokens / r.seconds, 'tok/s'));
     await engine.close();
@@ -96,7 +105,7 @@ export async function benchRollout(gpu: Gpu, opts: { quick: boolean; preset?: st
     for (const [i, r] of roles.entries()) adapters.add(LoraAdapter.create(gpu, r, config, DEFAULT_LORA, { seed: i + 1, randomB: 0.01 }));
     const engine = new RolloutEngine(model, null, { adapters, kvBudgetBytes, maxBatchSeqs: seqs, maxPrefillTokens: 16384 });
     for (const r of roles) engine.setRole(r, r);
-    await timeRun(engine, { ...plan, prompts: 1, samples: roles.length }, roles, config.vocabSize);
+    await warmUp(engine, plan, roles, config.vocabSize);
     const r = await timeRun(engine, plan, roles, config.vocabSize);
     rows.push(benchRow(gpu, loraName, r.tokens / r.seconds, 'tok/s'));
     await engine.close();
