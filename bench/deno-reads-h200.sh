@@ -10,13 +10,11 @@
 # (or in the same call as bench/tc-direct-h200.sh, whose header says how both runtimes fit in one carry)
 B=${B:-200}
 source .device/gl/env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p $OUT
-mkdir -p .device/v/a6; xz -dc .device/ab/a6.mjs.xz > .device/v/a6/troupe.mjs; cp -r .device/ab/demo-model .device/v/a6/
-nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 # troupe SECONDS ARGS…: the bundle under Deno with a time limit (`timeout` runs programs, not shell functions: on
 # 2026-12-07 16:55 `timeout 90 troupe …` ran nothing).
 troupe() { DENO_WEBGPU_BACKEND=vulkan timeout "$1" deno run -A .device/v/a6/troupe.mjs "${@:2}"; }
 source bench/h200-lib.sh
+unpack_a6
 # On the machine of bench/tc-direct-h200.sh (still warm), Node and Dawn are still there: alternate the runtimes.
 dawn=; [ -x /tmp/rt/node ] && [ -f node_modules/webgpu/dist/linux-x64/dawn.node ] && dawn=1
 for round in 1 2; do

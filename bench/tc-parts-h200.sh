@@ -12,10 +12,8 @@
 # carry ".device/deno" too, and run: B=200 bash bench/tc-parts-h200.sh; B=150 bash bench/deno-reads-h200.sh
 B=${B:-200}
 source .device/gl/env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p $OUT
-mkdir -p .device/v/a6; xz -dc .device/ab/a6.mjs.xz > .device/v/a6/troupe.mjs; cp -r .device/ab/demo-model .device/v/a6/
-nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 source bench/h200-lib.sh
+unpack_a6
 echo "== kernels: one dispatch (parts) against one each (sep), x cast once either way; the single products at 256 rows"
 for f in matmul_tc_sep matmul_tc_parts tc_direct_f16w_xWt_256x matmul_tc_sep matmul_tc_parts; do
   left $((B - 60)) && timeout 60 node .device/v/a6/troupe.mjs bench kernels --filter $f --json 2>>$OUT/kernels-err.txt | tag a6

@@ -6,10 +6,8 @@
 #   B=150 bash bench/tc-parts-rollout-h200.sh
 B=${B:-120}
 source .device/gl/env.sh
-OUT=${OUT:-/tmp/out}; mkdir -p $OUT
-mkdir -p .device/v/a6; xz -dc .device/ab/a6.mjs.xz > .device/v/a6/troupe.mjs; cp -r .device/ab/demo-model .device/v/a6/
-nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 source bench/h200-lib.sh
+unpack_a6
 rollout() { env $2 timeout 40 node .device/v/a6/troupe.mjs bench rollout --filter 256seq_128new_tok --json $3 2>${4:-/dev/null} | tag $1 | grep tok_per; }
 for r in a6 a6p a6 a6p a6 a6p; do
   left $((B - 50)) || break

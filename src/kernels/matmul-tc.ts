@@ -328,7 +328,8 @@ export function dispatchTensorCoreDirect(gpu: Gpu, plan: TcDirectPlan, x: Tensor
 }
 
 /** Whether products that share their f16 rows go to matmul_tc_direct as one dispatch (directParts): opt-in,
- *  TROUPE_TC_DIRECT_PARTS=on (or off), until a GPU has timed it. */
+ *  TROUPE_TC_DIRECT_PARTS=on (or off). On an H100 (2026-12-07) it was 1.2-1.6x as a kernel for q/k/v but 0.98x in the
+ *  256-sequence rollout, whose pipelines then compiled inside the timed run (bench/RESULTS.md). */
 export function directPartsEnabled(): boolean {
   return envFlag('TROUPE_TC_DIRECT_PARTS', 'on', 'off');
 }

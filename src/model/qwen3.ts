@@ -262,7 +262,7 @@ export class Qwen3Model {
         // Products on tensor cores: the norm and their f16 cast of its output in one pass.
         const { y, rows } = castNormedRows(this.gpu, input.x, input.norm, input.eps, label());
         try {
-          if (this.directParts(y, weights)) return this.linearsDirect(layer, parts, y, rows, ctx);
+          if (this.runsDirectParts(y, weights)) return this.linearsDirect(layer, parts, y, rows, ctx);
           return parts.map(([module, w]) => this.linear(layer, module, y, w, ctx, rows));
         } finally {
           y.release();
@@ -279,7 +279,7 @@ export class Qwen3Model {
     const x = input;
     if (!rowsPartsApply(this.gpu, x, weights)) {
       const x16 = this.sharesCast(x, weights) ? castDirectRows(this.gpu, x, label()) : undefined;
-      const ys = x16 && this.directParts(x, weights) ? this.linearsDirect(layer, parts, x, x16, ctx) : parts.map(([module, w]) => this.linear(layer, module, x, w, ctx, x16));
+      const ys = x16 && this.runsDirectParts(x, weights) ? this.linearsDirect(layer, parts, x, x16, ctx) : parts.map(([module, w]) => this.linear(layer, module, x, w, ctx, x16));
       x16?.release();
       return ys;
     }
@@ -297,7 +297,7 @@ export class Qwen3Model {
 
   /** Whether the products of x [M, K] with these weights, each of which would run on tc_direct, run as one dispatch
    * (TROUPE_TC_DIRECT_PARTS=on, and a plan for their columns side by side). */
-  private directParts(x: Tensor, weights: readonly Tensor[]): boolean {
+  private runsDirectParts(x: Tensor, weights: readonly Tensor[]): boolean {
     if (!directPartsEnabled() || weights.length < 2) return false;
     const [M, K] = x.shape as [number, number];
     const direct = weights.every((w) => pickMatmulVariant(this.gpu, { M, N: w.shape[0]!, K, transA: false, transB: true }, { a: x.dtype, b: w.dtype }) === 'tc_direct');
