@@ -1,6 +1,6 @@
 // The row every benchmark produces (bench/results.json holds them, joined with PyTorch baselines by
 // bench/compare.ts), and the helpers that fill in where and when it was measured.
-import type { Gpu } from '../src/gpu/gpu.ts';
+import { type Gpu, WANTED_FEATURES } from '../src/gpu/gpu.ts';
 import { ceilingOf } from './ceilings.ts';
 
 export interface BenchRow {
@@ -16,6 +16,8 @@ export interface BenchRow {
   machine: string;
   /** node (Dawn), deno (wgpu) or browser. */
   runtime?: string;
+  /** Optional features the adapter has that this run left off (`troupe bench --disable`). */
+  disabled?: string[];
   /** The commit measured (short hash), filled in when the rows are recorded in bench/results.json. */
   commit?: string;
   /** The hardware's ceiling for this row, same unit (bench/ceilings.ts), and value / ceiling. */
@@ -33,6 +35,8 @@ export function machineName(gpu: Gpu): string {
 export function benchRow(gpu: Gpu, name: string, value: number, unit: string): BenchRow {
   const machine = machineName(gpu);
   const row: BenchRow = { name, value, unit, date: new Date().toISOString(), machine, runtime: gpu.report.runtime };
+  const disabled = gpu.report.adapterFeatures.filter((f) => (WANTED_FEATURES as readonly string[]).includes(f) && !gpu.report.features.includes(f));
+  if (disabled.length) row.disabled = disabled;
   const ceiling = ceilingOf(machine, name, unit);
   if (ceiling !== undefined) Object.assign(row, { ceiling, ofCeiling: value / ceiling });
   return row;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Why directParts (TROUPE_TC_DIRECT_PARTS=on) won 1.1-1.6x as a kernel at 128-256 rows but not in the 256-sequence
 # rollout (2026-12-07 19:40 call): more alternating rollout rounds, then one --profile rollout of each (per-kernel GPU
-# time on $OUT/prof-*.txt), then the device tests of matmul-tc with the time left (directParts' cases come first).
-# Prepare and carry as bench/tc-parts-h200.sh says (.device/deno too for Deno's 1-sequence rows); run:
+# time on $OUT/prof-*.txt), then the device tests of matmul-tc with the time left, where .device/tests is carried
+# (directParts' cases come first).
+# Prepare and carry as bench/tc-parts-h200.sh says (Deno's rows are in bench/same-kernels-h200.sh); run:
 #   B=150 bash bench/tc-parts-rollout-h200.sh
 B=${B:-120}
 source .device/gl/env.sh
@@ -17,13 +18,7 @@ echo "rounds at $((SECONDS-s)) s"
 rollout a6-prof X=1 --profile $OUT/prof-a6.txt
 rollout a6p-prof TROUPE_TC_DIRECT_PARTS=on --profile $OUT/prof-a6p.txt
 for f in a6 a6p; do echo "== $f"; head -22 $OUT/prof-$f.txt | cut -c1-110; done
-# Deno's 1-sequence rows (run-ahead depths for its default), where .device/deno was carried: on 2026-12-07 19:40 they
-# ran out of GPU memory, each engine's KV cache never freed (fixed the same day).
-if [ -f .device/deno/deno.xz ] && left $((B - 40)); then
-  DENO_WEBGPU_BACKEND=vulkan timeout 50 deno run -A .device/v/a6/troupe.mjs bench rollout --filter 1seq_128new --json 2>>$OUT/deno-err.txt | tag deno
-  tail -3 $OUT/deno-err.txt 2>/dev/null
-fi
-if left $((B - 20)); then
+if [ -f .device/tests/run.mjs ] && left $((B - 20)); then
   node .device/tests/run.mjs $((B - 5 - SECONDS + s)) > $OUT/tests.txt 2>&1
   grep -E "^tests:|FAILED|failed:|parts" $OUT/tests.txt | head -24
 fi

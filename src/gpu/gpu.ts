@@ -234,6 +234,8 @@ export class Gpu {
       );
     }
     const disabled = new Set(options.disable ?? []);
+    // The tensor-core kernels need subgroups and f16 as well.
+    if (disabled.has('subgroups') || disabled.has('shader-f16')) disabled.add('chromium-experimental-subgroup-matrix');
     const features = WANTED_FEATURES.filter((f) => adapter.features.has(f) && !disabled.has(f)) as GPUFeatureName[];
     const requiredLimits: Record<string, number> = {};
     const alimits = adapter.limits as unknown as Record<string, number>;

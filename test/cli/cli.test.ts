@@ -84,6 +84,23 @@ describe('troupe CLI', () => {
     expect(typo.err).toMatch(/--disable shader_f16: not an optional feature troupe uses \(shader-f16, /);
   });
 
+  it('bench --disable runs without the feature and says so in every row', async () => {
+    const doctor = JSON.parse((await captureCli(['doctor', '--json'])).out) as DoctorResult;
+    const r = await captureCli(['bench', 'kernels', '--quick', '--filter', 'softmax_f32', '--json', '--disable', 'subgroups']);
+    expect(r.code).toBe(0);
+    const rows = r.out.trim().split('\n').map((l) => JSON.parse(l) as { name: string; value: number; disabled?: string[] });
+    expect(rows.length).toBeGreaterThanOrEqual(1);
+    // Only features the adapter offers can be left off (SwiftShader has subgroups, lavapipe under Deno has none).
+    const offered = doctor.adapter!.adapterFeatures.includes('subgroups');
+    for (const row of rows) {
+      expect(row.value).toBeGreaterThan(0);
+      expect(row.disabled).toEqual(offered ? ['subgroups'] : undefined);
+    }
+    const typo = await captureCli(['bench', 'kernels', '--quick', '--disable', 'subgroup']);
+    expect(typo.code).toBe(2);
+    expect(typo.err).toMatch(/troupe bench kernels: --disable subgroup: not an optional feature troupe uses/);
+  });
+
   it('bench prints rows as an aligned table', () => {
     const rows = [
       { name: 'matmul_f32_64x64x64', value: 1.23456, unit: 'GFLOP/s', date: '2026-12-01T00:00:00Z', machine: 'm' },

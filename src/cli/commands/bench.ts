@@ -6,7 +6,7 @@ import { Gpu } from '../../gpu/gpu.ts';
 import { useTunedMatmuls } from '../run-setup.ts';
 import type { KernelTime } from '../../gpu/profiler.ts';
 import type { PhaseTime } from '../../gpu/timeline.ts';
-import { parse } from '../args.ts';
+import { disabledFeatures, parse } from '../args.ts';
 import { BENCH_SUITES, type BenchSuite } from '../bench-suites.ts';
 import { type Command, UsageError } from '../command.ts';
 
@@ -17,7 +17,8 @@ function usage(): string {
     return `  ${s.name.padEnd(width)}  ${s.summary}${extra.join('')}`;
   });
   return [
-    'usage: troupe bench <suite> [--quick] [--filter TEXT] [--json] [--out FILE] [--profile] [--timeline] [suite options]',
+    'usage: troupe bench <suite> [--quick] [--filter TEXT] [--json] [--out FILE] [--profile] [--timeline] [--disable FEATURE]...',
+    '                          [suite options]',
     '',
     'suites:',
     ...(suites.length ? suites : ['  (none yet)']),
@@ -31,6 +32,9 @@ function usage(): string {
     '  --timeline      GPU busy and idle time per phase on stderr (two timestamps a submit, none inside it,',
     '                  so the figures stay comparable); suites that name phases also report them as rows;',
     '                  `kernels` adds a <row>_gpu_busy row a case: its rate over GPU busy time, not wall clock',
+    '  --disable FEATURE  do not enable an optional feature (subgroups, chromium-experimental-subgroup-matrix,',
+    '                  shader-f16): the kernels a runtime without it runs (Deno\'s wgpu has no subgroups), on',
+    '                  this one; the rows name what was disabled',
   ].join('\n');
 }
 
@@ -72,9 +76,18 @@ export function formatTimeline(phases: readonly PhaseTime[]): string {
 /** Runs one suite on a fresh Gpu and prints its rows. */
 export async function runBench(
   suite: BenchSuite,
-  opts: { quick: boolean; filter?: string; json: boolean; out?: string; profile?: boolean; timeline?: boolean; extra: Record<string, string | boolean | undefined> },
+  opts: {
+    quick: boolean;
+    filter?: string;
+    json: boolean;
+    out?: string;
+    profile?: boolean;
+    timeline?: boolean;
+    disable?: string[];
+    extra: Record<string, string | boolean | undefined>;
+  },
 ): Promise<BenchRow[]> {
-  const gpu = await Gpu.create({ profile: opts.profile, timeline: opts.timeline });
+  const gpu = await Gpu.create({ profile: opts.profile, timeline: opts.timeline, disable: opts.disable });
   try {
     await useTunedMatmuls(gpu);
     const rows = await suite.run(gpu, { quick: opts.quick, filter: opts.filter, extra: opts.extra });
@@ -109,10 +122,12 @@ export const command: Command = {
         out: { type: 'string' },
         profile: { type: 'boolean' },
         timeline: { type: 'boolean' },
+        disable: { type: 'string', multiple: true },
         ...suiteOptions,
       },
     });
-    const { quick, filter, json, out, profile, timeline, ...extra } = values as Record<string, string | boolean | undefined>;
+    const { quick, filter, json, out, profile, timeline, disable, ...extra } = values as Record<string, string | boolean | string[] | undefined>;
+    const disabled = disabledFeatures(`bench ${suite.name}`, disable as string[] | undefined);
     if (typeof out === 'string') {
       // Before the suite runs (minutes on a GPU), not after.
       try {
@@ -128,7 +143,8 @@ export const command: Command = {
       out: typeof out === 'string' ? out : undefined,
       profile: profile === true,
       timeline: timeline === true,
-      extra,
+      disable: disabled,
+      extra: extra as Record<string, string | boolean | undefined>,
     });
     if (!rows.length) {
       console.error(`troupe bench ${suite.name}: no benchmark matched${filter ? ` --filter ${filter}` : ''}`);

@@ -1,13 +1,13 @@
 // `troupe doctor`: which WebGPU runtime and adapter troupe gets, its features and key limits, and a
 // small random kernel checked against a CPU reference. Exit code 1 when no adapter or the check fails.
-import { Gpu, WANTED_FEATURES, type AdapterReport } from '../../gpu/gpu.ts';
+import { Gpu, type AdapterReport } from '../../gpu/gpu.ts';
 import { roundF16 } from '../../gpu/dtype.ts';
 import { matmul, matmulWith } from '../../kernels/matmul.ts';
 import { tensorCoreDirectPlan, tensorCorePlan } from '../../kernels/matmul-tc.ts';
 import { detectRuntime } from '../../gpu/runtime.ts';
 import { mulberry32 } from '../../util/mulberry32.ts';
-import { parse } from '../args.ts';
-import { type Command, UsageError } from '../command.ts';
+import { disabledFeatures, parse } from '../args.ts';
+import type { Command } from '../command.ts';
 
 /** Limits printed by doctor: the ones kernels and model sizes run into. */
 const KEY_LIMITS = [
@@ -256,10 +256,7 @@ export const command: Command = {
       args: argv,
       options: { json: { type: 'boolean' }, disable: { type: 'string', multiple: true } },
     });
-    const disable = values.disable ?? [];
-    const unknown = disable.filter((f) => !(WANTED_FEATURES as readonly string[]).includes(f));
-    if (unknown.length) throw new UsageError(`troupe doctor: --disable ${unknown.join(', ')}: not an optional feature troupe uses (${WANTED_FEATURES.join(', ')})`);
-    const r = await runDoctor(disable);
+    const r = await runDoctor(disabledFeatures('doctor', values.disable));
     console.log(values.json ? JSON.stringify(r) : formatDoctor(r));
     return r.ok ? 0 : 1;
   },
