@@ -4,7 +4,8 @@
 # 2026-12-07 19:40) mixes the runtimes' costs with the missing features. `troupe bench --disable subgroups` makes
 # Dawn run Deno's kernels (it leaves subgroup matrix off too), so Deno / that is the runtime's own cost.
 # Rounds alternate Dawn without subgroups, Deno, Dawn as it is: the 256-sequence rollout, the LoRA training step and
-# the decode rows; then Deno's 1-sequence rows (its run-ahead depths). B: seconds of work (default 200).
+# the decode rows; then a --profile of Dawn's rollout without subgroups, and Deno's 1-sequence rows (its run-ahead
+# depths). B: seconds of work (default 200).
 # Carry [".device/gl", ".device/node", ".device/deno", ".device/ab"] (bench/tc-parts-h200.sh says how they fit in
 # one call); run after bench/tc-parts-rollout-h200.sh in the same call, or alone: B=200 bash bench/same-kernels-h200.sh
 B=${B:-200}
@@ -24,6 +25,11 @@ for suite in "rollout --filter 256seq_128new_tok" "training" "model --filter dec
   run dawn 45 node $suite
   echo "$suite at $((SECONDS-s)) s"
 done
+# Which kernels lose most without subgroups: per-kernel GPU time of Dawn's rollout without them ($OUT/prof-nosg.txt).
+if left $((B - 40)); then
+  timeout 45 node .device/v/a6/troupe.mjs bench rollout --filter 256seq_128new_tok --json --disable subgroups --profile 2>$OUT/prof-nosg.txt | tag dawn-nosg-prof
+  head -24 $OUT/prof-nosg.txt | cut -c1-110
+fi
 left $((B - 40)) && run deno 50 deno rollout --filter 1seq_128new
 tail -3 $OUT/deno-err.txt $OUT/dawn-err.txt 2>/dev/null
 echo "total $((SECONDS-s)) s"
