@@ -51,7 +51,9 @@ const NA = LW / 4u;               // vec4f per load
 const LPR = u32(HD) / LW;         // loads per row (threads per V row)
 const KG = WG / LPR;              // keys whose V rows are read at once
 const QV = u32(HD) / 4u;          // vec4f per query row
-const VU = 8u;                    // V rows a thread loads at once
+const VU = 8u;                    // V rows a thread loads at once (the #unroll counts of its loops)
+// The #unroll counts below, in the preprocessor's terms (it knows only the variant's consts):
+const_assert VU == 8u && LPR == u32(HD) / (4u + 4u * u32(F16)) && NA == 1u + u32(F16);
 const MASKED = -3.0e38;
 
 var<workgroup> qs: array<vec4f, G * QV>;
@@ -72,11 +74,13 @@ fn unpack(v: vec4<u32>) -> Load {
 
 /** acc += p_j · v for each of the G rows, p_j the probability of the tile's key j. */
 fn accumulateV(acc: ptr<function, array<vec4f, G * NA>>, v: Load, j: u32) {
-  for (var r = 0u; r < G; r++) {
-    let pj = probs[r * WG + j];
-    (*acc)[r * NA] += pj * v.lo;
-    if (F16) { (*acc)[r * NA + 1u] += pj * v.hi; }
+#unroll r G
+  { let pj = probs[r * WG + j]; (*acc)[r * NA] += pj * v.lo;
+#if F16
+    (*acc)[r * NA + 1u] += pj * v.hi;
+#endif
   }
+#endunroll
 }
 
 #if FUSE
@@ -192,46 +196,62 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   var m: array<f32, G>;
   var l: array<f32, G>;
   var acc: array<vec4f, G * NA>;
-  for (var r = 0u; r < G; r++) { m[r] = -1.0e30; l[r] = 0.0; }
-  for (var a = 0u; a < G * NA; a++) { acc[a] = vec4f(0.0); }
+#unroll r G
+  m[r] = -1.0e30; l[r] = 0.0;
+#endunroll
+#unroll a G * (1 + F16)
+  acc[a] = vec4f(0.0);
+#endunroll
   workgroupBarrier();
   for (var kb = begin; kb < end; kb += WG) {
     let key = kb + tid;
     var s: array<f32, G>;
-    for (var r = 0u; r < G; r++) { s[r] = MASKED; }
+#unroll r G
+    s[r] = MASKED;
+#endunroll
     if (key < end) {
       let slot = pageTable[pages + key / p.pageSize] * p.pageSize + key % p.pageSize;
       slots[tid] = slot;
       let base = (slot * p.nKv + kvh) * LPR;
       var dots: array<f32, G>;
-      for (var r = 0u; r < G; r++) { dots[r] = 0.0; }
-      for (var c = 0u; c < LPR; c++) {
-        let k = unpack(kc[base + c]);
-        for (var r = 0u; r < G; r++) {
-          dots[r] += dot(qs[r * QV + c * NA], k.lo);
-          if (F16) { dots[r] += dot(qs[r * QV + c * NA + 1u], k.hi); }
-        }
+#unroll r G
+      dots[r] = 0.0;
+#endunroll
+      // The row's LPR = HD / LW loads (LW: 8 halves or 4 floats), all in flight.
+#unroll c HD / (4 + 4 * F16)
+      { let k = unpack(kc[base + c]);
+#unroll r G
+        dots[r] += dot(qs[r * QV + c * NA], k.lo);
+#if F16
+        dots[r] += dot(qs[r * QV + c * NA + 1u], k.hi);
+#endif
+#endunroll
       }
-      for (var r = 0u; r < G; r++) { s[r] = dots[r] * p.scale2; }
+#endunroll
+#unroll r G
+      s[r] = dots[r] * p.scale2;
+#endunroll
     }
-    for (var r = 0u; r < G; r++) { red[r * WG + tid] = s[r]; }
+#unroll r G
+    red[r * WG + tid] = s[r];
+#endunroll
     workgroupBarrier();
     for (var st = WG / 2u; st > 0u; st >>= 1u) {
       if (tid < st) {
-        for (var r = 0u; r < G; r++) { red[r * WG + tid] = max(red[r * WG + tid], red[r * WG + tid + st]); }
+#unroll r G
+        red[r * WG + tid] = max(red[r * WG + tid], red[r * WG + tid + st]);
+#endunroll
       }
       workgroupBarrier();
     }
-    var alpha: array<f32, G>;
-    for (var r = 0u; r < G; r++) {
-      let mt = max(m[r], red[r * WG]);
-      alpha[r] = exp2(m[r] - mt);
-      let pr = exp2(s[r] - mt);
-      m[r] = mt;
-      l[r] = l[r] * alpha[r] + pr;
-      probs[r * WG + tid] = pr;
-      for (var a = 0u; a < NA; a++) { acc[r * NA + a] *= alpha[r]; }
+#unroll r G
+    { let mt = max(m[r], red[r * WG]); let alpha = exp2(m[r] - mt); let pr = exp2(s[r] - mt); m[r] = mt;
+      l[r] = l[r] * alpha + pr; probs[r * WG + tid] = pr; acc[r * NA] *= alpha;
+#if F16
+      acc[r * NA + 1u] *= alpha;
+#endif
     }
+#endunroll
     workgroupBarrier();
     // A thread's V rows VU keys at a time, their loads issued together (one at a time, each waited for, this loop
     // was most of a batch-1 step's attention time); accumulated in key order as before.
@@ -239,8 +259,12 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     var j = kg;
     for (; j + (VU - 1u) * KG < n; j += VU * KG) {
       var vs: array<Load, VU>;
-      for (var u = 0u; u < VU; u++) { vs[u] = unpack(vc[(slots[j + u * KG] * p.nKv + kvh) * LPR + lane]); }
-      for (var u = 0u; u < VU; u++) { accumulateV(&acc, vs[u], j + u * KG); }
+#unroll u 8
+      vs[u] = unpack(vc[(slots[j + u * KG] * p.nKv + kvh) * LPR + lane]);
+#endunroll
+#unroll u 8
+      accumulateV(&acc, vs[u], j + u * KG);
+#endunroll
     }
     for (; j < n; j += KG) { accumulateV(&acc, unpack(vc[(slots[j] * p.nKv + kvh) * LPR + lane]), j); }
     workgroupBarrier();

@@ -15,7 +15,8 @@ struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, _p0: u32, _
 
 const BM = 128u;
 const BN = 128u;
-const BK = 16u;
+const BK = 16u;  // the #unroll count of the products' loop
+const_assert BK == 16u;
 
 // k-major: tileA[k][m / 4] holds rows m..m+3 at depth k. Rows of 33 vec4 (not 32) spread the
 // transposing scalar stores of storeA/storeB over more banks (4-way -> 2-way conflicts). Two-level
@@ -123,7 +124,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       rb0 = fetchB(tid, n0, next);
       rb1 = fetchB(tid + 256u, n0, next);
     }
-    for (var k = 0u; k < BK; k++) {
+    // Written out (#unroll: wgpu bounds every loop, and the driver then left this one rolled).
+#unroll k 16
+    {
       let a0 = tileA[k][lid.y];
       let a1 = tileA[k][16u + lid.y];
       let b0 = tileB[k][lid.x];
@@ -137,6 +140,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       c60 += a1.z * b0; c61 += a1.z * b1;
       c70 += a1.w * b0; c71 += a1.w * b1;
     }
+#endunroll
     workgroupBarrier();
   }
   let m = m0 + lid.y * 4u;

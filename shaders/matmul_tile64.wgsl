@@ -15,7 +15,8 @@ struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, kChunk: u32
 
 const BM = 64u;
 const BN = 64u;
-const BK = 16u;
+const BK = 16u;  // the #unroll count of the products' loop
+const_assert BK == 16u;
 
 // k-major tiles, tileA[k][m / 4][m % 4], so a thread reads its 4 rows / 4 columns as one vec4. Rows of
 // 17 vec4 (not 16) keep the k-strided stores of a [M, K] / b [N, K] tile from hitting one bank.
@@ -108,7 +109,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       rb2 = fetchB(tid + 512u, n0, next);
       rb3 = fetchB(tid + 768u, n0, next);
     }
-    for (var k = 0u; k < BK; k++) {
+    // Written out (#unroll: wgpu bounds every loop, and the driver then left this one rolled).
+#unroll k 16
+    {
       let av = tileA[k][lid.y];
       let bv = tileB[k][lid.x];
       acc0 += av.x * bv;
@@ -116,6 +119,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       acc2 += av.z * bv;
       acc3 += av.w * bv;
     }
+#endunroll
     workgroupBarrier();
   }
   let m = m0 + lid.y * 4u;

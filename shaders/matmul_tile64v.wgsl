@@ -16,7 +16,8 @@ struct Params { M: u32, N: u32, K: u32, accumulate: u32, alpha: f32, kChunk: u32
 
 const BM = 64u;
 const BN = 64u;
-const BK = 16u;
+const BK = 16u;  // the #unroll count of the products' loop
+const_assert BK == 16u;
 
 // k-major: tileA[k][m / 4] holds rows m..m+3 at depth k. Rows of 17 vec4 (not 16) spread the transposing
 // scalar stores over more banks; two-level indices let the compiler fold bounds clamps in the k loop.
@@ -111,7 +112,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       ra = fetchA(tid, m0, next);
       rb = fetchB(tid, n0, next);
     }
-    for (var k = 0u; k < BK; k++) {
+    // Written out (#unroll: wgpu bounds every loop, and the driver then left this one rolled).
+#unroll k 16
+    {
       let av = tileA[k][lid.y];
       let bv = tileB[k][lid.x];
       acc0 += av.x * bv;
@@ -119,6 +122,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       acc2 += av.z * bv;
       acc3 += av.w * bv;
     }
+#endunroll
     workgroupBarrier();
   }
   let m = m0 + lid.y * 4u;
