@@ -5,6 +5,7 @@
 # attention_decode 1275 against 545 ms a rollout). Per-kernel GPU time of the 256-sequence rollout under Deno, Dawn
 # without subgroups (the same kernels) and Dawn as it is ($OUT/prof-*.txt), then each runtime's rollout unprofiled.
 # Carry [".device/gl", ".device/node", ".device/deno", ".device/ab"]; run: B=150 bash bench/unroll-h200.sh
+# (QUICK=1: no profile without subgroups and no training step; Dawn's rollout as it is instead)
 B=${B:-150}
 source .device/gl/env.sh
 source bench/h200-lib.sh
@@ -16,9 +17,10 @@ bench() { # TAG SECONDS RUNTIME ARGS…
 }
 R="rollout --filter 256seq_128new_tok"
 bench deno-prof 60 deno $R --profile; head -14 $OUT/err-deno-prof.txt | cut -c1-100
-bench nosg-prof 45 node $R --profile --disable subgroups; head -14 $OUT/err-nosg-prof.txt | cut -c1-100
-bench dawn-prof 45 node $R --profile; grep -E "attention_decode|^kernel" $OUT/err-dawn-prof.txt | cut -c1-100
+[ -z "$QUICK" ] && { bench nosg-prof 45 node $R --profile --disable subgroups; head -14 $OUT/err-nosg-prof.txt | cut -c1-100; }
+bench dawn-prof 45 node $R --profile; grep -E "attention|^kernel" $OUT/err-dawn-prof.txt | cut -c1-100
 left $((B - 40)) && bench deno 60 deno $R
 left $((B - 30)) && bench nosg 45 node $R --disable subgroups
-left $((B - 30)) && bench deno-train 60 deno training
+[ -n "$QUICK" ] && left $((B - 30)) && bench dawn 45 node $R
+[ -z "$QUICK" ] && left $((B - 30)) && bench deno-train 60 deno training
 echo "total $((SECONDS-s)) s"

@@ -53,7 +53,7 @@ const KG = WG / LPR;              // keys whose V rows are read at once
 const QV = u32(HD) / 4u;          // vec4f per query row
 const VU = 8u;                    // V rows a thread loads at once (the #unroll counts of its loops)
 // The #unroll counts below, in the preprocessor's terms (it knows only the variant's consts):
-const_assert VU == 8u && LPR == u32(HD) / (4u + 4u * u32(F16)) && NA == 1u + u32(F16);
+const_assert VU == 8u && LPR == u32(HD) / (4u + 4u * u32(F16)) && NA == 1u + u32(F16) && KG == 128u / LPR && WG == 128u;
 const MASKED = -3.0e38;
 
 var<workgroup> qs: array<vec4f, G * QV>;
@@ -113,32 +113,36 @@ fn normRopeWrite(t: u32, pos: u32, kvh: u32, row0: u32, pages: u32, owner: bool,
   let kRow = (t * p.nKv + kvh) * u32(HD);
   // Sums of squares: q rows through red, the k row through probs (both free until the key loop).
   var ss: array<f32, G + 1u>;
-  for (var r = 0u; r <= G; r++) { ss[r] = 0.0; }
+#unroll r G + 1
+  ss[r] = 0.0;
+#endunroll
   for (var i = tid; i < u32(HD); i += WG) {
-    for (var r = 0u; r < G; r++) {
-      let x = q[(row0 + r) * u32(HD) + i];
-      ss[r] += x * x;
-    }
+#unroll r G
+    { let x = q[(row0 + r) * u32(HD) + i]; ss[r] += x * x; }
+#endunroll
     if (owner) {
       let x = kIn[kRow + i];
       ss[G] += x * x;
     }
   }
-  for (var r = 0u; r < G; r++) { red[r * WG + tid] = ss[r]; }
+#unroll r G
+  red[r * WG + tid] = ss[r];
+#endunroll
   probs[tid] = ss[G];
   workgroupBarrier();
   for (var st = WG / 2u; st > 0u; st >>= 1u) {
     if (tid < st) {
-      for (var r = 0u; r < G; r++) { red[r * WG + tid] += red[r * WG + tid + st]; }
+#unroll r G
+      red[r * WG + tid] += red[r * WG + tid + st];
+#endunroll
       probs[tid] += probs[tid + st];
     }
     workgroupBarrier();
   }
   for (var i = tid; i < u32(HD); i += WG) {
-    for (var r = 0u; r < G; r++) {
-      let rs = inverseSqrt(red[r * WG] / f32(HD) + p.eps);
-      normed[r * u32(HD) + i] = qkw[i] * (q[(row0 + r) * u32(HD) + i] * rs);
-    }
+#unroll r G
+    normed[r * u32(HD) + i] = qkw[i] * (q[(row0 + r) * u32(HD) + i] * inverseSqrt(red[r * WG] / f32(HD) + p.eps));
+#endunroll
     if (owner) {
       let rs = inverseSqrt(probs[0] / f32(HD) + p.eps);
       normed[G * u32(HD) + i] = qkw[u32(HD) + i] * (kIn[kRow + i] * rs);
@@ -270,16 +274,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     workgroupBarrier();
   }
   // l: the sum of every thread's own share; o: the sum over key groups. Rows one at a time through red / merged.
-  for (var r = 0u; r < G; r++) {
+#unroll r G
+  {
     red[tid] = l[r];
-    for (var a = 0u; a < NA; a++) {
-      let d = lane * LW + 4u * a;
-      let v = acc[r * NA + a];
-      merged[kg * u32(HD) + d] = v.x;
-      merged[kg * u32(HD) + d + 1u] = v.y;
-      merged[kg * u32(HD) + d + 2u] = v.z;
-      merged[kg * u32(HD) + d + 3u] = v.w;
-    }
+#unroll a 1 + F16
+    { let d = lane * LW + 4u * a; let v = acc[r * NA + a];
+      merged[kg * u32(HD) + d] = v.x; merged[kg * u32(HD) + d + 1u] = v.y; merged[kg * u32(HD) + d + 2u] = v.z; merged[kg * u32(HD) + d + 3u] = v.w; }
+#endunroll
     workgroupBarrier();
     for (var st = WG / 2u; st > 0u; st >>= 1u) {
       if (tid < st) { red[tid] += red[tid + st]; }
@@ -288,7 +289,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     let lt = red[0];
     if (tid < u32(HD)) {
       var o = 0.0;
-      for (var g = 0u; g < KG; g++) { o += merged[g * u32(HD) + tid]; }
+#unroll g 128 / (HD / (4 + 4 * F16))
+      o += merged[g * u32(HD) + tid];
+#endunroll
       var inv = 1.0;
       if (p.splits == 1u) { inv = 1.0 / lt; }
       out[(split * p.Tq * p.nHeads + row0 + r) * u32(HD) + tid] = o * inv;
@@ -296,6 +299,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     if (tid == 0u && p.splits > 1u) { partML[split * p.Tq * p.nHeads + row0 + r] = vec2f(m[r], lt); }
     workgroupBarrier();
   }
+#endunroll
 }
 
 #if SG

@@ -27,6 +27,8 @@ const KS = NS + 1u;
 const BQ = 16u;
 const BK = 32u;
 const WG = 128u;
+// The #unroll counts of `main`, in the preprocessor's terms (it knows only the variant's consts).
+const_assert BK == 32u && WG == 128u && NS == (u32(HD) + 3u) / 4u;
 const MASKED = -3.0e38;
 const NO_ROW = 0xffffffffu;
 
@@ -141,24 +143,31 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
       keySlot[tid] = slot;
     }
     workgroupBarrier();
-    for (var i = tid; i < BK * NS; i += WG) {
-      var val = vec4f(0.0);
-      if (kb + i / NS < range.y) { val = k_slot((keySlot[i / NS] * p.nKv + kvh) * u32(HD), i % NS); }
-      kv[(i / NS) * KS + i % NS] = val;
+#unroll u (32 * ((HD + 3) / 4) + 127) / 128
+    { let i = tid + u * WG;
+      if (i < BK * NS) {
+        var val = vec4f(0.0);
+        if (kb + i / NS < range.y) { val = k_slot((keySlot[i / NS] * p.nKv + kvh) * u32(HD), i % NS); }
+        kv[(i / NS) * KS + i % NS] = val;
+      }
     }
+#endunroll
     workgroupBarrier();
     var s = vec4f(0.0);
-    for (var j = 0u; j < NS; j++) {
-      let kk = kv[lane * KS + j];
+#unroll j (HD + 3) / 4
+    { let kk = kv[lane * KS + j];
       s += vec4f(dot(qs[r0 * NS + j], kk), dot(qs[(r0 + 1u) * NS + j], kk),
                  dot(qs[(r0 + 2u) * NS + j], kk), dot(qs[(r0 + 3u) * NS + j], kk));
     }
+#endunroll
     let key = kb + lane;
     s = select(vec4f(MASKED), s * p.scale2, (vec4u(key) <= pos) & vec4(key < range.y));
     scores[rg * BK + lane] = s;
     workgroupBarrier();
     var mt = m;
-    for (var j = 0u; j < BK; j++) { mt = max(mt, scores[rg * BK + j]); }
+#unroll j 32
+    mt = max(mt, scores[rg * BK + j]);
+#endunroll
     let alpha = exp2(m - mt);
     let pr = exp2(s - mt);
     m = mt;
@@ -168,28 +177,30 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     o1 *= alpha.y;
     o2 *= alpha.z;
     o3 *= alpha.w;
-    for (var i = tid; i < BK * NS; i += WG) {
-      var val = vec4f(0.0);
-      if (kb + i / NS < range.y) { val = v_slot((keySlot[i / NS] * p.nKv + kvh) * u32(HD), i % NS); }
-      kv[(i / NS) * KS + i % NS] = val;
+#unroll u (32 * ((HD + 3) / 4) + 127) / 128
+    { let i = tid + u * WG;
+      if (i < BK * NS) {
+        var val = vec4f(0.0);
+        if (kb + i / NS < range.y) { val = v_slot((keySlot[i / NS] * p.nKv + kvh) * u32(HD), i % NS); }
+        kv[(i / NS) * KS + i % NS] = val;
+      }
     }
+#endunroll
     workgroupBarrier();
     if (lane < NS) {
-      for (var j = 0u; j < BK; j++) {
-        let pj = probs[rg * BK + j];
-        let vj = kv[j * KS + lane];
-        o0 += pj.x * vj;
-        o1 += pj.y * vj;
-        o2 += pj.z * vj;
-        o3 += pj.w * vj;
-      }
+#unroll j 32
+      { let pj = probs[rg * BK + j]; let vj = kv[j * KS + lane];
+        o0 += pj.x * vj; o1 += pj.y * vj; o2 += pj.z * vj; o3 += pj.w * vj; }
+#endunroll
     }
     workgroupBarrier();
   }
   scores[rg * BK + lane] = l;
   workgroupBarrier();
   var lt = vec4f(0.0);
-  for (var j = 0u; j < BK; j++) { lt += scores[rg * BK + j]; }
+#unroll j 32
+  lt += scores[rg * BK + j];
+#endunroll
   store_row(r0, lane, split, o0, m.x, lt.x);
   store_row(r0 + 1u, lane, split, o1, m.y, lt.y);
   store_row(r0 + 2u, lane, split, o2, m.z, lt.z);
