@@ -4,8 +4,8 @@
 # 2026-12-07 19:40) mixes the runtimes' costs with the missing features. `troupe bench --disable subgroups` makes
 # Dawn run Deno's kernels (it leaves subgroup matrix off too), so Deno / that is the runtime's own cost.
 # Rounds alternate Dawn without subgroups, Deno, Dawn as it is: the 256-sequence rollout, the LoRA training step and
-# the decode rows; then a --profile of Dawn's rollout without subgroups, and Deno's 1-sequence rows (its run-ahead
-# depths). B: seconds of work (default 200).
+# the decode rows; then a --profile of Dawn's rollout without subgroups, Deno's 1-sequence rows (its run-ahead
+# depths) and a --profile of the training step under both. B: seconds of work (default 200).
 # Carry [".device/gl", ".device/node", ".device/deno", ".device/ab"] (bench/tc-parts-h200.sh says how they fit in
 # one call); run after bench/tc-parts-rollout-h200.sh in the same call, or alone: B=200 bash bench/same-kernels-h200.sh
 B=${B:-200}
@@ -31,5 +31,12 @@ if left $((B - 40)); then
   head -24 $OUT/prof-nosg.txt | cut -c1-110
 fi
 left $((B - 40)) && run deno 50 deno rollout --filter 1seq_128new
+# Per-kernel GPU time of the training step under Deno and under Dawn on the same kernels ($OUT/tprof-*.txt): after
+# #unroll in the version-1 attention (2026-12-07, not yet measured) Deno's step should be near Dawn's there too.
+if left $((B - 50)); then
+  DENO_WEBGPU_BACKEND=vulkan timeout 60 deno run -A .device/v/a6/troupe.mjs bench training --json --profile 2>$OUT/tprof-deno.txt | tag deno-tprof
+  timeout 45 node .device/v/a6/troupe.mjs bench training --json --profile --disable subgroups 2>$OUT/tprof-nosg.txt | tag dawn-nosg-tprof
+  for f in deno nosg; do echo "== $f"; head -16 $OUT/tprof-$f.txt | cut -c1-100; done
+fi
 tail -3 $OUT/deno-err.txt $OUT/dawn-err.txt 2>/dev/null
 echo "total $((SECONDS-s)) s"

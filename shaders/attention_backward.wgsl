@@ -22,6 +22,9 @@ struct Params { T: u32, nHeads: u32, nKv: u32, group: u32, numSeqs: u32, scale2:
 
 const NS = (u32(HD) + 3u) / 4u;
 const KS = NS + 1u;
+// Loops over a few constant steps are written out (#unroll; its counts use the variant's consts only, so they are
+// restated: see the const_asserts): wgpu bounds every loop, and the driver then kept such loops rolled
+// (bench/RESULTS.md, 2026-12-07 22:58).
 
 fn seq_index(t: u32) -> u32 {
   var lo = 0u;
@@ -81,6 +84,7 @@ fn delta(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
 
 const KB = 8u;
 const QB = 16u;
+const_assert QB == 16u;  // the #unroll counts of dkdv
 
 var<workgroup> kvTile: array<vec4f, 2u * KB * KS>;    // [K | V][key][slot]
 var<workgroup> qdoTile: array<vec4f, 2u * QB * KS>;   // [q | dO][row][slot]
@@ -151,27 +155,31 @@ fn dkdv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
         kRowStat[tid] = vec2f(0.0);
       }
     }
-    for (var i = tid; i < QB * NS; i += 64u) {
-      let f = fb + i / NS;
-      var qq = vec4f(0.0);
-      var gg = vec4f(0.0);
-      if (f < range.y) {
-        let base = ((f / p.group) * p.nHeads + kvh * p.group + f % p.group) * u32(HD);
-        qq = q_slot(base, i % NS);
-        gg = do_slot(base, i % NS);
+#unroll u (16 * ((HD + 3) / 4) + 63) / 64
+    { let i = tid + u * 64u;
+      if (i < QB * NS) {
+        let f = fb + i / NS;
+        var qq = vec4f(0.0);
+        var gg = vec4f(0.0);
+        if (f < range.y) {
+          let base = ((f / p.group) * p.nHeads + kvh * p.group + f % p.group) * u32(HD);
+          qq = q_slot(base, i % NS);
+          gg = do_slot(base, i % NS);
+        }
+        qdoTile[(i / NS) * KS + i % NS] = qq;
+        qdoTile[(QB + i / NS) * KS + i % NS] = gg;
       }
-      qdoTile[(i / NS) * KS + i % NS] = qq;
-      qdoTile[(QB + i / NS) * KS + i % NS] = gg;
     }
+#endunroll
     workgroupBarrier();
     {
       let a = (which * QB + pr) * KS;
       let b = (which * KB + kg * 4u) * KS;
       var acc = vec4f(0.0);
-      for (var s = 0u; s < NS; s++) {
-        let x = qdoTile[a + s];
-        acc += vec4f(dot(x, kvTile[b + s]), dot(x, kvTile[b + KS + s]), dot(x, kvTile[b + 2u * KS + s]), dot(x, kvTile[b + 3u * KS + s]));
-      }
+#unroll s (HD + 3) / 4
+      { let x = qdoTile[a + s];
+        acc += vec4f(dot(x, kvTile[b + s]), dot(x, kvTile[b + KS + s]), dot(x, kvTile[b + 2u * KS + s]), dot(x, kvTile[b + 3u * KS + s])); }
+#endunroll
       if (which == 0u) {
         let valid = (keys >= vec4u(kRowStart[pr])) & (keys <= vec4u(kRowTok[pr]));
         acc = select(vec4f(0.0), exp2(acc * p.scale2 - kRowStat[pr].x), valid);
@@ -180,20 +188,12 @@ fn dkdv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     }
     workgroupBarrier();
     if (lane < NS) {
-      for (var r = 0u; r < QB; r++) {
-        let pp = pdp[kg * QB + r];
-        let ds = pp * (pdp[(2u + kg) * QB + r] - kRowStat[r].y);
-        let qq = qdoTile[r * KS + lane];
-        let gg = qdoTile[(QB + r) * KS + lane];
-        gv0 += pp.x * gg;
-        gv1 += pp.y * gg;
-        gv2 += pp.z * gg;
-        gv3 += pp.w * gg;
-        gk0 += ds.x * qq;
-        gk1 += ds.y * qq;
-        gk2 += ds.z * qq;
-        gk3 += ds.w * qq;
-      }
+#unroll r 16
+      { let pp = pdp[kg * QB + r]; let ds = pp * (pdp[(2u + kg) * QB + r] - kRowStat[r].y);
+        let qq = qdoTile[r * KS + lane]; let gg = qdoTile[(QB + r) * KS + lane];
+        gv0 += pp.x * gg; gv1 += pp.y * gg; gv2 += pp.z * gg; gv3 += pp.w * gg;
+        gk0 += ds.x * qq; gk1 += ds.y * qq; gk2 += ds.z * qq; gk3 += ds.w * qq; }
+#endunroll
     }
     workgroupBarrier();
   }
@@ -207,6 +207,7 @@ fn dkdv(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
 
 const DQ_ROWS = 16u;
 const DK = 16u;
+const_assert DK == 16u;  // the #unroll counts of dq_rows
 
 var<workgroup> dqQ: array<vec4f, DQ_ROWS * NS>;
 var<workgroup> dqDo: array<vec4f, DQ_ROWS * NS>;
@@ -286,53 +287,51 @@ fn dq_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   var gb2 = vec4f(0.0);
   var gb3 = vec4f(0.0);
   for (var kb = range.x; kb < range.y; kb += DK) {
-    for (var i = tid; i < DK * NS; i += 64u) {
-      let key = kb + i / NS;
-      var vv = vec4f(0.0);
-      if (key < range.y) { vv = v_slot((key * p.nKv + kvh) * u32(HD), i % NS); }
-      dqKv[(i / NS) * KS + i % NS] = vv;
+#unroll u (16 * ((HD + 3) / 4) + 63) / 64
+    { let i = tid + u * 64u;
+      if (i < DK * NS) {
+        let key = kb + i / NS;
+        var vv = vec4f(0.0);
+        if (key < range.y) { vv = v_slot((key * p.nKv + kvh) * u32(HD), i % NS); }
+        dqKv[(i / NS) * KS + i % NS] = vv;
+      }
     }
+#endunroll
     workgroupBarrier();
     var dp = vec4f(0.0);
-    for (var s = 0u; s < NS; s++) {
-      let x = dqKv[lane * KS + s];
+#unroll s (HD + 3) / 4
+    { let x = dqKv[lane * KS + s];
       dp += vec4f(dot(dqDo[r0 * NS + s], x), dot(dqDo[(r0 + 1u) * NS + s], x),
-                  dot(dqDo[(r0 + 2u) * NS + s], x), dot(dqDo[(r0 + 3u) * NS + s], x));
-    }
+                  dot(dqDo[(r0 + 2u) * NS + s], x), dot(dqDo[(r0 + 3u) * NS + s], x)); }
+#endunroll
     workgroupBarrier();
-    for (var i = tid; i < DK * NS; i += 64u) {
-      let key = kb + i / NS;
-      var kk = vec4f(0.0);
-      if (key < range.y) { kk = k_slot((key * p.nKv + kvh) * u32(HD), i % NS); }
-      dqKv[(i / NS) * KS + i % NS] = kk;
+#unroll u (16 * ((HD + 3) / 4) + 63) / 64
+    { let i = tid + u * 64u;
+      if (i < DK * NS) {
+        let key = kb + i / NS;
+        var kk = vec4f(0.0);
+        if (key < range.y) { kk = k_slot((key * p.nKv + kvh) * u32(HD), i % NS); }
+        dqKv[(i / NS) * KS + i % NS] = kk;
+      }
     }
+#endunroll
     workgroupBarrier();
     var sc = vec4f(0.0);
-    for (var s = 0u; s < NS; s++) {
-      let x = dqKv[lane * KS + s];
+#unroll s (HD + 3) / 4
+    { let x = dqKv[lane * KS + s];
       sc += vec4f(dot(dqQ[r0 * NS + s], x), dot(dqQ[(r0 + 1u) * NS + s], x),
-                  dot(dqQ[(r0 + 2u) * NS + s], x), dot(dqQ[(r0 + 3u) * NS + s], x));
-    }
+                  dot(dqQ[(r0 + 2u) * NS + s], x), dot(dqQ[(r0 + 3u) * NS + s], x)); }
+#endunroll
     let key = vec4u(kb + lane);
     let pr = select(vec4f(0.0), exp2(sc * p.scale2 - lse2), (key >= start) & (key <= tok));
     dqDs[rg * DK + lane] = pr * (dp - dsum);
     workgroupBarrier();
     if (lane < NS) {
-      for (var j = 0u; j < DK; j++) {
-        let ds = dqDs[rg * DK + j];
-        let ka = dqKv[j * KS + lane];
-        ga0 += ds.x * ka;
-        ga1 += ds.y * ka;
-        ga2 += ds.z * ka;
-        ga3 += ds.w * ka;
-        if (sb < NS) {
-          let kb2 = dqKv[j * KS + sb];
-          gb0 += ds.x * kb2;
-          gb1 += ds.y * kb2;
-          gb2 += ds.z * kb2;
-          gb3 += ds.w * kb2;
-        }
-      }
+#unroll j 16
+      { let ds = dqDs[rg * DK + j]; let ka = dqKv[j * KS + lane];
+        ga0 += ds.x * ka; ga1 += ds.y * ka; ga2 += ds.z * ka; ga3 += ds.w * ka;
+        if (sb < NS) { let kb2 = dqKv[j * KS + sb]; gb0 += ds.x * kb2; gb1 += ds.y * kb2; gb2 += ds.z * kb2; gb3 += ds.w * kb2; } }
+#endunroll
     }
     workgroupBarrier();
   }

@@ -21,6 +21,9 @@ const BQ = 4u * u32(ROWS);   // query rows per workgroup: 4 row groups × ROWS r
 const HALVES = u32(ROWS) / 4u;
 const BK = 32u;              // keys per tile = lanes per row group
 const WG = 128u;
+// The #unroll counts of `main`, in the preprocessor's terms (it knows only the variant's consts): written out
+// because wgpu bounds every loop, and the driver then kept such loops rolled (bench/RESULTS.md, 2026-12-07 22:58).
+const_assert BK == 32u && WG == 128u && NS == (u32(HD) + 3u) / 4u;
 const MASKED = -3.0e38;      // score of a masked key (exp2 of it minus any max is 0)
 const NO_ROW = 0xffffffffu;
 
@@ -143,17 +146,21 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   var o6 = vec4f(0.0);
   var o7 = vec4f(0.0);
   for (var kb = range.x; kb < range.y; kb += BK) {
-    for (var i = tid; i < BK * NS; i += WG) {
-      let key = kb + i / NS;
-      var val = vec4f(0.0);
-      if (key < range.y) { val = k_slot((key * p.nKv + kvh) * u32(HD), i % NS); }
-      kv[(i / NS) * KS + i % NS] = val;
+#unroll u (32 * ((HD + 3) / 4) + 127) / 128
+    { let i = tid + u * WG;
+      if (i < BK * NS) {
+        let key = kb + i / NS;
+        var val = vec4f(0.0);
+        if (key < range.y) { val = k_slot((key * p.nKv + kvh) * u32(HD), i % NS); }
+        kv[(i / NS) * KS + i % NS] = val;
+      }
     }
+#endunroll
     workgroupBarrier();
     var s0 = vec4f(0.0);
     var s1 = vec4f(0.0);
-    for (var j = 0u; j < NS; j++) {
-      let kk = kv[lane * KS + j];
+#unroll j (HD + 3) / 4
+    { let kk = kv[lane * KS + j];
       s0 += vec4f(dot(qs[r0 * NS + j], kk), dot(qs[(r0 + 1u) * NS + j], kk),
                   dot(qs[(r0 + 2u) * NS + j], kk), dot(qs[(r0 + 3u) * NS + j], kk));
       if (ROWS == 8) {
@@ -161,6 +168,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
                     dot(qs[(r1 + 2u) * NS + j], kk), dot(qs[(r1 + 3u) * NS + j], kk));
       }
     }
+#endunroll
     let key = vec4u(kb + lane);
     s0 = select(vec4f(MASKED), s0 * p.scale2, (key >= startA) & (key <= tokA));
     s1 = select(vec4f(MASKED), s1 * p.scale2, (key >= startB) & (key <= tokB));
@@ -169,10 +177,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     workgroupBarrier();
     var mtA = mA;
     var mtB = mB;
-    for (var j = 0u; j < BK; j++) {
-      mtA = max(mtA, scores[sa + j]);
-      if (ROWS == 8) { mtB = max(mtB, scores[sb + j]); }
-    }
+#unroll j 32
+    mtA = max(mtA, scores[sa + j]); if (ROWS == 8) { mtB = max(mtB, scores[sb + j]); }
+#endunroll
     let alphaA = exp2(mA - mtA);
     let alphaB = exp2(mB - mtB);
     let pA = exp2(s0 - mtA);
@@ -191,29 +198,24 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
     o5 *= alphaB.y;
     o6 *= alphaB.z;
     o7 *= alphaB.w;
-    for (var i = tid; i < BK * NS; i += WG) {
-      let key = kb + i / NS;
-      var val = vec4f(0.0);
-      if (key < range.y) { val = v_slot((key * p.nKv + kvh) * u32(HD), i % NS); }
-      kv[(i / NS) * KS + i % NS] = val;
+#unroll u (32 * ((HD + 3) / 4) + 127) / 128
+    { let i = tid + u * WG;
+      if (i < BK * NS) {
+        let key = kb + i / NS;
+        var val = vec4f(0.0);
+        if (key < range.y) { val = v_slot((key * p.nKv + kvh) * u32(HD), i % NS); }
+        kv[(i / NS) * KS + i % NS] = val;
+      }
     }
+#endunroll
     workgroupBarrier();
     if (lane < NS) {
-      for (var j = 0u; j < BK; j++) {
-        let vj = kv[j * KS + lane];
-        let pa = probs[sa + j];
-        o0 += pa.x * vj;
-        o1 += pa.y * vj;
-        o2 += pa.z * vj;
-        o3 += pa.w * vj;
-        if (ROWS == 8) {
-          let pb = probs[sb + j];
-          o4 += pb.x * vj;
-          o5 += pb.y * vj;
-          o6 += pb.z * vj;
-          o7 += pb.w * vj;
-        }
+#unroll j 32
+      { let vj = kv[j * KS + lane]; let pa = probs[sa + j];
+        o0 += pa.x * vj; o1 += pa.y * vj; o2 += pa.z * vj; o3 += pa.w * vj;
+        if (ROWS == 8) { let pb = probs[sb + j]; o4 += pb.x * vj; o5 += pb.y * vj; o6 += pb.z * vj; o7 += pb.w * vj; }
       }
+#endunroll
     }
     workgroupBarrier();
   }
@@ -222,10 +224,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u, 
   workgroupBarrier();
   var ltA = vec4f(0.0);
   var ltB = vec4f(0.0);
-  for (var j = 0u; j < BK; j++) {
-    ltA += scores[sa + j];
-    if (ROWS == 8) { ltB += scores[sb + j]; }
-  }
+#unroll j 32
+  ltA += scores[sa + j]; if (ROWS == 8) { ltB += scores[sb + j]; }
+#endunroll
   store_row(r0, lane, o0, mA.x, ltA.x);
   store_row(r0 + 1u, lane, o1, mA.y, ltA.y);
   store_row(r0 + 2u, lane, o2, mA.z, ltA.z);
