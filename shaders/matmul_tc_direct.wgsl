@@ -26,7 +26,7 @@
 // - MULTI (two weights) and THREE (three): the same x against two or three weights in one dispatch (q, k and v;
 //   gate and up), each into its own out (plain products: alpha 1, no accumulation), their column tiles side by side
 //   in the grid's x. One at a time, each of these products has 64-192 tiles at 256 rows. On an H100 (bench/RESULTS.md,
-//   2026-12-07) this ran q/k/v 1.2-1.6x and gate/up 0.78-1.09x, the rollout 0.98x: opt-in. Weight loads branch on
+//   2026-12-07) this ran q/k/v 1.2-1.6x and gate/up 0.78-1.09x, the rollout 0.97-0.98x: opt-in. Weight loads branch on
 //   the workgroup's part, so the branch is uniform.
 // Variant consts: SM, SN, SK (the subgroup matrix config), SG (subgroup size), KS (subgroups a workgroup), STAGED,
 // MULTI, THREE.

@@ -328,8 +328,9 @@ export function dispatchTensorCoreDirect(gpu: Gpu, plan: TcDirectPlan, x: Tensor
 }
 
 /** Whether products that share their f16 rows go to matmul_tc_direct as one dispatch (directParts): opt-in,
- *  TROUPE_TC_DIRECT_PARTS=on (or off). On an H100 (2026-12-07) it was 1.2-1.6x as a kernel for q/k/v but 0.98x in the
- *  256-sequence rollout, whose pipelines then compiled inside the timed run (bench/RESULTS.md). */
+ *  TROUPE_TC_DIRECT_PARTS=on (or off). On an H100 (2026-12-07) it was 1.2-1.6x as a kernel for q/k/v, but in the
+ *  256-sequence rollout's profile q/k/v gained 1.23x and gate/up lost (0.93x): 0.9 % of the GPU time, 0.97x in rounds
+ *  (bench/RESULTS.md). */
 export function directPartsEnabled(): boolean {
   return envFlag('TROUPE_TC_DIRECT_PARTS', 'on', 'off');
 }
