@@ -133,7 +133,8 @@ export class RolloutEngine {
   private finished = 0;
   private readonly stopIds: Set<number>;
   private readonly opts: Required<Omit<EngineOptions, 'adapters' | 'stopIds' | 'kvBudgetBytes' | 'kvDtype' | 'runAhead' | 'deferReads'>>;
-  readonly stats = { prefills: 0, decodeSteps: 0, tokens: 0, preemptions: 0, maxConcurrent: 0 };
+  /** prefillTokens: tokens computed by prefills (cached prompt pages not counted). */
+  readonly stats = { prefills: 0, prefillTokens: 0, decodeSteps: 0, tokens: 0, preemptions: 0, maxConcurrent: 0 };
 
   constructor(
     readonly model: Qwen3Model,
@@ -285,16 +286,33 @@ export class RolloutEngine {
     return adapter === null ? 'base' : `${adapter}@${this.options.adapters!.get(adapter).version}`;
   }
 
-  /** Moves waiting sequences into the batch while pages, batch slots and the prefill budget allow. */
+  /** Moves waiting sequences into the batch while pages, batch slots and the prefill budget allow. Two rules keep
+   * prefills cheap:
+   * - A sibling (the same adapter and prompt) of a sequence this prefill computes waits for the next one, whose
+   *   prefix cache then holds the prompt's full pages: a group of n samples computes its prompt once, not n times.
+   * - A prefill takes either sequences with nothing cached or sequences with cached pages, never both (in queue
+   *   order), so that one of fresh prompts runs the packed prefill attention (PagedBatch.fresh). */
   private admit(): Sequence[] {
     const admitted: Sequence[] = [];
     let prefillTokens = 0;
-    while (this.waiting.length && this.running.length + admitted.length < this.opts.maxBatchSeqs) {
-      const s = this.waiting[0]!;
+    const computing = new Set<string>();
+    for (let w = 0; w < this.waiting.length && this.running.length + admitted.length < this.opts.maxBatchSeqs; ) {
+      const s = this.waiting[w]!;
       const tokens = [...s.promptIds, ...s.ids];
-      const match = this.prefix?.match(this.root(s.adapter), tokens) ?? { pages: [], key: '' };
+      const root = this.root(s.adapter);
+      const match = this.prefix?.match(root, tokens) ?? { pages: [], key: '' };
       const cached = match.pages.length * this.kv.pageSize;
       const newTokens = tokens.length - cached;
+      const prompt = this.prefix ? `${root}\u0000${s.promptIds.join(',')}` : '';
+      if (this.prefix && computing.has(prompt) && Math.floor(Math.min(tokens.length - 1, s.promptIds.length) / this.kv.pageSize) > match.pages.length) {
+        this.kv.release(match.pages);
+        w++;
+        continue;
+      }
+      if (admitted.length && (cached === 0) !== (admitted[0]!.cached === 0)) {
+        this.kv.release(match.pages);
+        break;
+      }
       // Room for the prompt and one page to grow into, so admission does not thrash.
       const need = Math.ceil((tokens.length + 1) / this.kv.pageSize) - match.pages.length;
       if (admitted.length && prefillTokens + newTokens > this.opts.maxPrefillTokens) {
@@ -306,7 +324,8 @@ export class RolloutEngine {
         this.kv.release(match.pages);
         break;
       }
-      this.waiting.shift();
+      this.waiting.splice(w, 1);
+      if (this.prefix) computing.add(prompt);
       s.pages = [...match.pages, ...this.kv.allocate(need)];
       s.cached = cached;
       s.admittedAt ||= now();
@@ -396,6 +415,7 @@ export class RolloutEngine {
       this.prefix?.insert(s.promptIds, s.pages, s.sharedPages, s.prefixKey);
     }
     this.stats.prefills++;
+    this.stats.prefillTokens += ids.length;
     this.running.push(...admitted);
     return this.recordSample(admitted, logits, 0);
   }

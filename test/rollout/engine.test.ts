@@ -133,6 +133,10 @@ describe('RolloutEngine', () => {
     const a = await Promise.all(Array.from({ length: n }, (_, k) => shared.generate('generator', prompt, { ...opts, stream: k })));
     const b = await Promise.all(Array.from({ length: n }, (_, k) => plain.generate('generator', prompt, { ...opts, stream: k })));
     expect(a.map((r) => r.ids)).toEqual(b.map((r) => r.ids));
+    // The 4 samples compute their 19-token prompt once: the first whole, the others only the 3 tokens past its 4
+    // full pages (they wait one prefill for the cache); without sharing each computes all 19.
+    expect(shared.stats.prefillTokens).toBe(19 + 3 * 3);
+    expect(plain.stats.prefillTokens).toBe(4 * 19);
     // A later call with the same prompt finds its 4 full pages cached.
     const before = shared.freePages;
     const c = await shared.generate('generator', prompt, { ...opts, stream: 0 });
