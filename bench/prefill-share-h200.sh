@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The rollout's prefills after 3404998 (2026-12-07): a group's siblings compute their prompt once (they wait one
-# prefill for the prefix cache) and a prefill of fresh prompts runs the packed prefill attention, not
-# attention_paged's tiles (919 ms of a 256-sequence rollout's 5 s of GPU time on an H100, about 2 TFLOP/s).
+# prefill for the prefix cache). Before it, the prefills' attention alone (attention_paged) took 919 ms of a
+# 256-sequence rollout's 5 s of GPU time on an H100, each prompt computed by all 8 of its samples.
 # Alternating rounds of the bundle before (.device/ab/before.mjs.xz, 27a7bc2) and after (.device/ab/a6.mjs.xz), the
 # 256-sequence rollout then the GRPO step of Voting (generators in groups), and a --profile of each bundle's rollout.
 # Prepare: node scripts/bundle.mjs && xz -T4 -9e -c dist/troupe.mjs > .device/ab/a6.mjs.xz, and the same from a

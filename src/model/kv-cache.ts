@@ -30,9 +30,6 @@ export interface PagedBatch {
   maxSeqLen: number;
   /** Most new tokens in one sequence (sizes the kernel grid); q.shape[0] when absent. */
   maxQueries?: number;
-  /** Whether no sequence has anything cached before its new tokens (a prefill of whole prompts): then attention
-   * needs only this forward's own K/V, packed (qStarts are its sequence starts). */
-  fresh?: boolean;
 }
 
 /** Returns a batch's table tensors to the pool. */
@@ -231,7 +228,6 @@ export class KvCache {
       slots: g.upload(slots, [Tq], 'u32', 'paged.slots'),
       maxSeqLen,
       maxQueries,
-      fresh: seqs.every((s) => s.cachedLen === 0),
     };
   }
 

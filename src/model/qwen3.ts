@@ -356,12 +356,8 @@ export class Qwen3Model {
       for (const t of [qPre, kPre, v, o]) t.release();
       return proj;
     }
-    // A prefill of whole prompts (nothing cached before its tokens) attends over its own k and v with the packed
-    // prefill kernels (about 10 TFLOP/s in training on an H100) instead of attention_paged's tiles (about 2 in the
-    // 256-sequence rollout's prefills; bench/RESULTS.md, 2026-12-06/07); k and v still go to the cache.
-    const packed = !save && ctx.cache?.batch.fresh === true && qPre.dtype === 'f32';
     // Over the cache, the fused pass also writes k and v to their slots (where the device binds enough buffers).
-    const cacheInPass = !save && !packed && ctx.cache !== undefined && qkNormRopeWritesCache(gpu);
+    const cacheInPass = !save && ctx.cache !== undefined && qkNormRopeWritesCache(gpu);
     if (save) {
       const qn = rmsnorm(gpu, qPre, w.qNorm, eps);
       const kn = rmsnorm(gpu, kPre, w.kNorm, eps);
@@ -379,11 +375,7 @@ export class Qwen3Model {
     if (ctx.cache) {
       const { kv, batch } = ctx.cache;
       if (!cacheInPass) kv.write(i, k, v, batch.slots);
-      if (packed) {
-        ({ o, lse } = attentionPrefill(gpu, q, k, v, batch.qStarts, batch.numSeqs, dims));
-      } else {
-        o = attentionPaged(gpu, q, kv, i, batch, dims);
-      }
+      o = attentionPaged(gpu, q, kv, i, batch, dims);
     } else if (save?.attn && save.lse) {
       // Kept by the first forward of a training step: attention is deterministic, so this is what it would give.
       o = save.attn;

@@ -286,12 +286,9 @@ export class RolloutEngine {
     return adapter === null ? 'base' : `${adapter}@${this.options.adapters!.get(adapter).version}`;
   }
 
-  /** Moves waiting sequences into the batch while pages, batch slots and the prefill budget allow. Two rules keep
-   * prefills cheap:
-   * - A sibling (the same adapter and prompt) of a sequence this prefill computes waits for the next one, whose
-   *   prefix cache then holds the prompt's full pages: a group of n samples computes its prompt once, not n times.
-   * - A prefill takes either sequences with nothing cached or sequences with cached pages, never both (in queue
-   *   order), so that one of fresh prompts runs the packed prefill attention (PagedBatch.fresh). */
+  /** Moves waiting sequences into the batch while pages, batch slots and the prefill budget allow. A sibling (the
+   * same adapter and prompt) of a sequence this prefill computes waits for the next one, whose prefix cache then
+   * holds the prompt's full pages: a group of n samples computes its prompt once, not n times. */
   private admit(): Sequence[] {
     const admitted: Sequence[] = [];
     let prefillTokens = 0;
@@ -308,10 +305,6 @@ export class RolloutEngine {
         this.kv.release(match.pages);
         w++;
         continue;
-      }
-      if (admitted.length && (cached === 0) !== (admitted[0]!.cached === 0)) {
-        this.kv.release(match.pages);
-        break;
       }
       // Room for the prompt and one page to grow into, so admission does not thrash.
       const need = Math.ceil((tokens.length + 1) / this.kv.pageSize) - match.pages.length;

@@ -96,5 +96,5 @@ describe('rollout engine, production settings', () => {
       setMatmulPolicy(gpu, before);
       gpu.dispatch = dispatch;
     }
-  }, 300_000); // SwiftShader compiles every kernel of two engines' prefills and decode steps on first use
+  });
 });
