@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # #unroll (2026-12-07): the decode attention's loops over the G heads, a K row's loads and the V rows, and the f32
 # tiles' 16-step product loops, written out by the shader preprocessor. Under Deno, wgpu bounds every loop and the
-# H100 ran the same WGSL's decode attention 2.3x and the f32 tiles 1.2-1.4x slower than Dawn did (23:01 call:
+# H100 ran the same WGSL's decode attention 2.3x and the f32 tiles 1.2-1.4x slower than Dawn did (23:02 call:
 # attention_decode 1275 against 545 ms a rollout). Per-kernel GPU time of the 256-sequence rollout under Deno, Dawn
 # without subgroups (the same kernels) and Dawn as it is ($OUT/prof-*.txt), then each runtime's rollout unprofiled.
 # Carry [".device/gl", ".device/node", ".device/deno", ".device/ab"]; run: B=150 bash bench/unroll-h200.sh

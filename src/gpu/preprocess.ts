@@ -7,7 +7,7 @@
 // bool counts 1 or 0). Why: wgpu (Deno) compiles every loop with an injected iteration bound
 // (ShaderRuntimeChecks::force_loop_bounding, which its JavaScript API cannot turn off), and on an H100 the
 // driver then left such loops rolled, their small arrays in local memory: the decode attention ran 2.3x and the f32
-// tiles 1.2-1.4x slower under Deno than the same WGSL under Dawn (bench/RESULTS.md, 2026-12-07 23:01). Copies go on
+// tiles 1.2-1.4x slower under Deno than the same WGSL under Dawn (bench/RESULTS.md, 2026-12-07 22:58-23:16). Copies go on
 // the #endunroll line (comments dropped), so the lines after keep their numbers.
 export class ShaderPreprocessError extends Error {
   override name = 'ShaderPreprocessError';

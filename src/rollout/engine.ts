@@ -300,8 +300,8 @@ export class RolloutEngine {
       const match = this.prefix?.match(root, tokens) ?? { pages: [], key: '' };
       const cached = match.pages.length * this.kv.pageSize;
       const newTokens = tokens.length - cached;
-      const prompt = this.prefix ? `${root}\u0000${s.promptIds.join(',')}` : '';
-      if (this.prefix && computing.has(prompt) && Math.floor(Math.min(tokens.length - 1, s.promptIds.length) / this.kv.pageSize) > match.pages.length) {
+      const prompt = () => `${root}\u0000${s.promptIds.join(',')}`;
+      if (this.prefix && computing.size && computing.has(prompt()) && Math.floor(Math.min(tokens.length - 1, s.promptIds.length) / this.kv.pageSize) > match.pages.length) {
         this.kv.release(match.pages);
         w++;
         continue;
@@ -318,7 +318,7 @@ export class RolloutEngine {
         break;
       }
       this.waiting.splice(w, 1);
-      if (this.prefix) computing.add(prompt);
+      if (this.prefix) computing.add(prompt());
       s.pages = [...match.pages, ...this.kv.allocate(need)];
       s.cached = cached;
       s.admittedAt ||= now();
