@@ -11,14 +11,17 @@
 //   rows_f16_norm: as rows_f16 for y = rmsnorm(x)·norm (rmsnorm.wgsl's forward: y = norm·(x·rsqrt(mean(x²) + eps)),
 //     eps in the fourth word), which it also writes as f32 into y [R, L]: the norm before q/k/v or gate/up and their
 //     tensor cores' cast in one pass instead of two (the f32 y serves adapters, and names the rows cast).
+//   rows_f16_glu: as rows_f16 for y = silu(x)·up (swiglu.wgsl's forward, x the gate), which it also writes as f32 into
+//     y [R, L]: SwiGLU and the cast of its output for down_proj's tensor cores in one pass instead of two.
+// The row entries run 256 threads a row: at a rollout's 256 rows, 64 left most of the GPU's threads idle.
 struct Params { R: u32, L: u32, RP: u32, eps: f32 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> scale: array<f32>;
 @group(0) @binding(3) var<storage, read_write> xh: array<u32>;
-@group(0) @binding(4) var<storage, read> norm: array<f32>;        // [L] (rows_f16_norm)
-@group(0) @binding(5) var<storage, read_write> y: array<f32>;     // [R, L] (rows_f16_norm)
+@group(0) @binding(4) var<storage, read> aux: array<f32>;         // the norm [L] (rows_f16_norm), up [R, L] (rows_f16_glu)
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;     // [R, L] (rows_f16_norm, rows_f16_glu)
 
 const TARGET_EXP = 15;
 
@@ -29,13 +32,14 @@ fn scaleFor(m: f32) -> f32 {
   return exp2(f32(clamp(TARGET_EXP - e, -126, 126)));
 }
 
-var<workgroup> part: array<f32, 64>;
+const WG = 256u;  // threads of a row entry
+var<workgroup> part: array<f32, WG>;
 
 // The sum (max) over the workgroup of each thread's v, read by all threads; part is free again on return.
 fn workgroupReduce(v: f32, tid: u32, isMax: bool) -> f32 {
   part[tid] = v;
   workgroupBarrier();
-  for (var s = 32u; s > 0u; s >>= 1u) {
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
     if (tid < s) { part[tid] = select(part[tid] + part[tid + s], max(part[tid], part[tid + s]), isMax); }
     workgroupBarrier();
   }
@@ -44,12 +48,12 @@ fn workgroupReduce(v: f32, tid: u32, isMax: bool) -> f32 {
   return total;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn rows(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
   let row = wg.x + wg.y * nwg.x;
   if (row >= p.R) { return; }  // the whole workgroup leaves together: barriers stay uniform
   var m = 0.0;
-  for (var l = tid; l < p.L; l += 64u) { m = max(m, abs(x[row * p.L + l])); }
+  for (var l = tid; l < p.L; l += WG) { m = max(m, abs(x[row * p.L + l])); }
   let sc = scaleFor(workgroupReduce(m, tid, true));
   if (tid == 0u) { scale[row] = sc; }
 }
@@ -63,36 +67,36 @@ fn cols(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
   scale[i] = scaleFor(m);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn rows_f16(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
   let row = wg.x + wg.y * nwg.x;
   if (row >= p.RP) { return; }  // the whole workgroup leaves together: barriers stay uniform
   let real = row < p.R;
   var m = 0.0;
-  if (real) { for (var l = tid; l < p.L; l += 64u) { m = max(m, abs(x[row * p.L + l])); } }
+  if (real) { for (var l = tid; l < p.L; l += WG) { m = max(m, abs(x[row * p.L + l])); } }
   let sc = scaleFor(workgroupReduce(m, tid, true));
   if (tid == 0u) { scale[row] = sc; }
   let words = p.L / 2u;
-  for (var i = tid; i < words; i += 64u) {
+  for (var i = tid; i < words; i += WG) {
     var v = vec2f(0.0);
     if (real) { v = vec2f(x[row * p.L + 2u * i], x[row * p.L + 2u * i + 1u]) * sc; }
     xh[row * words + i] = pack2x16float(v);
   }
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn rows_f16_norm(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
   let row = wg.x + wg.y * nwg.x;
   if (row >= p.RP) { return; }  // the whole workgroup leaves together: barriers stay uniform
   let real = row < p.R;
   let base = row * p.L;
   var ss = 0.0;
-  if (real) { for (var l = tid; l < p.L; l += 64u) { let v = x[base + l]; ss += v * v; } }
+  if (real) { for (var l = tid; l < p.L; l += WG) { let v = x[base + l]; ss += v * v; } }
   let r = inverseSqrt(workgroupReduce(ss, tid, false) / f32(p.L) + p.eps);
   var m = 0.0;
   if (real) {
-    for (var l = tid; l < p.L; l += 64u) {
-      let v = norm[l] * (x[base + l] * r);
+    for (var l = tid; l < p.L; l += WG) {
+      let v = aux[l] * (x[base + l] * r);
       y[base + l] = v;
       m = max(m, abs(v));
     }
@@ -100,11 +104,41 @@ fn rows_f16_norm(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg:
   let sc = scaleFor(workgroupReduce(m, tid, true));
   if (tid == 0u) { scale[row] = sc; }
   let words = p.L / 2u;
-  for (var i = tid; i < words; i += 64u) {
+  for (var i = tid; i < words; i += WG) {
     var v = vec2f(0.0);
     if (real) {
       let l = 2u * i;
-      v = vec2f(norm[l] * (x[base + l] * r), norm[l + 1u] * (x[base + l + 1u] * r)) * sc;
+      v = vec2f(aux[l] * (x[base + l] * r), aux[l + 1u] * (x[base + l + 1u] * r)) * sc;
+    }
+    xh[row * words + i] = pack2x16float(v);
+  }
+}
+
+// silu(g)·up with swiglu.wgsl's expression, so that y is its h bit for bit.
+fn glu(g: f32, u: f32) -> f32 { return g * (1.0 / (1.0 + exp(min(-g, 80.0)))) * u; }
+
+@compute @workgroup_size(WG)
+fn rows_f16_glu(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let row = wg.x + wg.y * nwg.x;
+  if (row >= p.RP) { return; }  // the whole workgroup leaves together: barriers stay uniform
+  let real = row < p.R;
+  let base = row * p.L;
+  var m = 0.0;
+  if (real) {
+    for (var l = tid; l < p.L; l += WG) {
+      let v = glu(x[base + l], aux[base + l]);
+      y[base + l] = v;
+      m = max(m, abs(v));
+    }
+  }
+  let sc = scaleFor(workgroupReduce(m, tid, true));
+  if (tid == 0u) { scale[row] = sc; }
+  let words = p.L / 2u;
+  for (var i = tid; i < words; i += WG) {
+    var v = vec2f(0.0);
+    if (real) {
+      let l = base + 2u * i;
+      v = vec2f(glu(x[l], aux[l]), glu(x[l + 1u], aux[l + 1u])) * sc;
     }
     xh[row * words + i] = pack2x16float(v);
   }

@@ -283,6 +283,25 @@ export function castNormedRows(gpu: Gpu, x: Tensor, norm: Tensor, eps: number, l
   return { y, rows: directRows(y, x16, scale, mp) };
 }
 
+/** act = silu(gate)·up (f32 [M, I], as swiglu()'s h, bit for bit) and its rows cast as castDirectRows(act) would, in
+ * one pass: SwiGLU before a down_proj on tensor cores. The caller releases act and the rows. */
+export function castGluRows(gpu: Gpu, gate: Tensor, up: Tensor, label: string): { y: Tensor; rows: DirectRows } {
+  if (up.dtype !== gate.dtype || up.shape.length !== gate.shape.length || up.shape.some((d, i) => d !== gate.shape[i])) {
+    throw new TensorCoreError(`${label}: up ${up.label} ${up.dtype} [${up.shape}] does not match gate ${gate.label} ${gate.dtype} [${gate.shape}]`);
+  }
+  const { M, K, mp, x16, scale } = directRowsOf(gpu, gate, label);
+  const y = gpu.tensor([M, K], 'f32', `${label}.act`);
+  gpu.dispatch({
+    shader: 'absmax_scale',
+    entry: 'rows_f16_glu',
+    uniforms: u32s(M, K, mp, 0),
+    bindings: [gate, scale, x16, up, y],
+    workgroups: grid1d(mp),
+    label: `${label}.glu_x16`,
+  });
+  return { y, rows: directRows(y, x16, scale, mp) };
+}
+
 /** Checks x for a cast to f16 rows and allocates them. */
 function directRowsOf(gpu: Gpu, x: Tensor, label: string): { M: number; K: number; mp: number; x16: Tensor; scale: Tensor } {
   const why = tensorCoreUnavailable(gpu);

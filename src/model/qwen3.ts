@@ -17,7 +17,7 @@ import { attentionPaged, attentionPrefill, type AttentionDims, decodeFusesQkNorm
 import { add } from '../kernels/elementwise.ts';
 import { embedding } from '../kernels/embedding.ts';
 import { matmul, matmulRowsGlu, matmulRowsNorm, matmulRowsParts, pickMatmulVariant, ROWS_MAX_M, rowsGluApplies, rowsNormApplies, rowsPartsApply } from '../kernels/matmul.ts';
-import { castDirectRows, castNormedRows, type DirectRows, directParts, directPartsEnabled, tensorCoreDirectPartsPlan, tiledCastsA } from '../kernels/matmul-tc.ts';
+import { castDirectRows, castGluRows, castNormedRows, type DirectRows, directParts, directPartsEnabled, tensorCoreDirectPartsPlan, tiledCastsA } from '../kernels/matmul-tc.ts';
 import { qkNormRope, qkNormRopeWritesCache } from '../kernels/qk-norm-rope.ts';
 import { addRmsnorm, rmsnorm } from '../kernels/rmsnorm.ts';
 import { rope } from '../kernels/rope.ts';
@@ -410,8 +410,11 @@ export class Qwen3Model {
       up.release();
       return down;
     }
-    const act = swiglu(this.gpu, gate, up);
-    const down = this.linear(i, 'down_proj', act, w.down, ctx, undefined, residual);
+    // down_proj on tensor cores: SwiGLU and the f16 cast of its output in one pass (act [T, I] has gate's shape and type).
+    const cast = this.sharesCast(gate, [w.down]) ? castGluRows(this.gpu, gate, up, 'down_proj') : undefined;
+    const act = cast?.y ?? swiglu(this.gpu, gate, up);
+    const down = this.linear(i, 'down_proj', act, w.down, ctx, cast?.rows, residual);
+    cast?.rows.release();
     if (save) Object.assign(save, { gate, up, act });
     else for (const t of [gate, up, act]) t.release();
     return down;

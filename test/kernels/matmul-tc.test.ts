@@ -13,6 +13,8 @@ import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { matmulRef } from '../ref/matmul.ts';
 import { rmsnormRef } from '../ref/rmsnorm.ts';
+import { swigluRef } from '../ref/swiglu.ts';
+import { swiglu } from '../../src/kernels/swiglu.ts';
 import { absmaxScalesRef, tcOperandRef } from '../ref/matmul-tc.ts';
 
 const gpu = await testGpu();
@@ -181,6 +183,30 @@ describe('matmul tc', () => {
     expect(Array.from(halves.subarray(0, R * L))).toEqual(Array.from(roundF16(gotY.map((v, j) => v * want[Math.floor(j / L)]!))));
     expect(halves.subarray(R * L).every((v) => v === 0)).toBe(true);
     for (const t of [tx, tn, scale, words, y]) t.release();
+  });
+
+  it('absmax_scale rows_f16_glu writes swiglu()\'s h as f32 (bit for bit) and, times its row scale, as f16; padding rows zero with scale 1', async () => {
+    // L over two words a thread (256 threads a row) with a partial last round
+    const [R, L, RP] = [5, 1030, 8];
+    const gate = randn(R * L, 41, 4);
+    const up = randn(R * L, 42);
+    for (let i = 0; i < R; i++) for (let l = 0; l < L; l++) up[i * L + l]! *= 10 ** (2 * i - 4);
+    const [tg, tu] = [gpu.upload(gate, [R, L], 'f32', 'gate'), gpu.upload(up, [R, L], 'f32', 'up')];
+    const [scale, words, y] = [gpu.tensor([RP], 'f32', 'scale'), gpu.tensor([(RP * L) / 2], 'u32', 'x16'), gpu.tensor([R, L], 'f32', 'y')];
+    gpu.dispatch({ shader: 'absmax_scale', entry: 'rows_f16_glu', uniforms: u32s(R, L, RP, 0), bindings: [tg, scale, words, tu, y], workgroups: [RP], label: 'rows_f16_glu' });
+    const h = swiglu(gpu, tg, tu);
+    const gotY = await gpu.readF32(y);
+    expect(Array.from(gotY)).toEqual(Array.from(await gpu.readF32(h)));
+    expect(relError(gotY, swigluRef(gate, up))).toBeLessThan(1e-5);
+    const want = absmaxScalesRef(gotY, R, L, false);
+    const got = await gpu.readF32(scale);
+    expect(Array.from(got.subarray(0, R))).toEqual(Array.from(want));
+    expect(got.subarray(R).every((v) => v === 1)).toBe(true);
+    const bits = (await gpu.read(words)) as Uint32Array;
+    const halves = new Float32Array(RP * L).map((_, j) => f16BitsToF32((bits[j >> 1]! >> ((j & 1) * 16)) & 0xffff));
+    expect(Array.from(halves.subarray(0, R * L))).toEqual(Array.from(roundF16(gotY.map((v, j) => v * want[Math.floor(j / L)]!))));
+    expect(halves.subarray(R * L).every((v) => v === 0)).toBe(true);
+    for (const t of [tg, tu, scale, words, y, h]) t.release();
   });
 
   it('absmax_scale brings each row maximum into [2^14, 2^15), rows and strided, zeros and inf left at 1', async () => {
