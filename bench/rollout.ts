@@ -73,9 +73,12 @@ export async function benchRollout(gpu: Gpu, opts: { quick: boolean; preset?: st
     const engine = new RolloutEngine(model, null, { kvBudgetBytes, maxBatchSeqs: seqs, maxPrefillTokens: 16384 });
     await warmUp(engine, plan, ['base'], config.vocabSize);
     gpu.pool.resetPeak();
+    const prefilled = engine.stats.prefillTokens;  // the warm-up's
     const r = await timeRun(engine, plan, ['base'], config.vocabSize);
     rows.push(benchRow(gpu, baseName, r.tokens / r.seconds, 'tok/s'));
     rows.push(benchRow(gpu, `rollout_${tag}_${seqs}seq_peak_memory`, gpu.memory.peakBytes / 2 ** 30, 'GiB'));
+    // The prompt tokens the timed run's prefills computed (a group's samples share their prompt's cached pages since 2026-12-07).
+    rows.push(benchRow(gpu, `rollout_${tag}_${seqs}seq_prefill_tokens`, engine.stats.prefillTokens - prefilled, 'tokens'));
     await engine.close();
   }
   // One sequence through the engine: where the host's share of a step (recording, the read back) shows, with
