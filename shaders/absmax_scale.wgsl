@@ -84,6 +84,24 @@ fn rows_f16(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3
   }
 }
 
+// The end of rows_f16_norm and rows_f16_glu: the row's scale from its largest |entry| (m: this thread's share of it)
+// and the y the workgroup just wrote, times that scale, as f16 (read back, so the f16 rows are y's exactly); a
+// padding row gets scale 1 and zeros. Called by the whole workgroup.
+fn castY(row: u32, m: f32, tid: u32) {
+  storageBarrier();  // every thread's stores to y are visible to the whole workgroup
+  let sc = scaleFor(workgroupReduce(m, tid, true));
+  if (tid == 0u) { scale[row] = sc; }
+  let words = p.L / 2u;
+  for (var i = tid; i < words; i += WG) {
+    var v = vec2f(0.0);
+    if (row < p.R) {
+      let l = row * p.L + 2u * i;
+      v = vec2f(y[l], y[l + 1u]) * sc;
+    }
+    xh[row * words + i] = pack2x16float(v);
+  }
+}
+
 @compute @workgroup_size(WG)
 fn rows_f16_norm(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
   let row = wg.x + wg.y * nwg.x;
@@ -101,17 +119,7 @@ fn rows_f16_norm(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg:
       m = max(m, abs(v));
     }
   }
-  let sc = scaleFor(workgroupReduce(m, tid, true));
-  if (tid == 0u) { scale[row] = sc; }
-  let words = p.L / 2u;
-  for (var i = tid; i < words; i += WG) {
-    var v = vec2f(0.0);
-    if (real) {
-      let l = 2u * i;
-      v = vec2f(aux[l] * (x[base + l] * r), aux[l + 1u] * (x[base + l + 1u] * r)) * sc;
-    }
-    xh[row * words + i] = pack2x16float(v);
-  }
+  castY(row, m, tid);
 }
 
 // silu(g)·up with swiglu.wgsl's expression, so that y is its h bit for bit.
@@ -121,25 +129,14 @@ fn glu(g: f32, u: f32) -> f32 { return g * (1.0 / (1.0 + exp(min(-g, 80.0)))) * 
 fn rows_f16_glu(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) tid: u32) {
   let row = wg.x + wg.y * nwg.x;
   if (row >= p.RP) { return; }  // the whole workgroup leaves together: barriers stay uniform
-  let real = row < p.R;
   let base = row * p.L;
   var m = 0.0;
-  if (real) {
+  if (row < p.R) {
     for (var l = tid; l < p.L; l += WG) {
       let v = glu(x[base + l], aux[base + l]);
       y[base + l] = v;
       m = max(m, abs(v));
     }
   }
-  let sc = scaleFor(workgroupReduce(m, tid, true));
-  if (tid == 0u) { scale[row] = sc; }
-  let words = p.L / 2u;
-  for (var i = tid; i < words; i += WG) {
-    var v = vec2f(0.0);
-    if (real) {
-      let l = base + 2u * i;
-      v = vec2f(glu(x[l], aux[l]), glu(x[l + 1u], aux[l + 1u])) * sc;
-    }
-    xh[row * words + i] = pack2x16float(v);
-  }
+  castY(row, m, tid);
 }

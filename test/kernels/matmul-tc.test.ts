@@ -9,6 +9,7 @@ import { f16BitsToF32, roundF16 } from '../../src/gpu/dtype.ts';
 import { Uniforms, u32s } from '../../src/gpu/uniforms.ts';
 import { matmulWith, pickMatmulVariant, setMatmulPolicy } from '../../src/kernels/matmul.ts';
 import { absmaxScales, castDirectRows, directParts, TC_TILES, type TcTileName, TensorCoreError, tensorCoreDirectPartsPlan, tensorCoreDirectPlan, tensorCorePlan, tensorCoreUnavailable, tiledCastsA } from '../../src/kernels/matmul-tc.ts';
+import type { Tensor } from '../../src/gpu/tensor.ts';
 import { testGpu } from '../helpers/gpu.ts';
 import { randn, relError } from '../helpers/random.ts';
 import { matmulRef } from '../ref/matmul.ts';
@@ -19,6 +20,20 @@ import { absmaxScalesRef, tcOperandRef } from '../ref/matmul-tc.ts';
 
 const gpu = await testGpu();
 const noTensorCores = tensorCoreUnavailable(gpu);
+
+/** The scales and f16 rows (words) a fused cast wrote are rows_f16's of the f32 y [R, L] it wrote, exactly; its
+ * padding rows (R..RP-1) have scale 1 and zeros. */
+async function expectCastOf(y: Tensor, gotY: Float32Array, scale: Tensor, words: Tensor, RP: number): Promise<void> {
+  const [R, L] = y.shape as [number, number];
+  const want = absmaxScalesRef(gotY, R, L, false);
+  const got = await gpu.readF32(scale);
+  expect(Array.from(got.subarray(0, R))).toEqual(Array.from(want));
+  expect(got.subarray(R).every((v) => v === 1)).toBe(true);
+  const bits = (await gpu.read(words)) as Uint32Array;
+  const halves = new Float32Array(RP * L).map((_, j) => f16BitsToF32((bits[j >> 1]! >> ((j & 1) * 16)) & 0xffff));
+  expect(Array.from(halves.subarray(0, R * L))).toEqual(Array.from(roundF16(gotY.map((v, j) => v * want[Math.floor(j / L)]!))));
+  expect(halves.subarray(R * L).every((v) => v === 0)).toBe(true);
+}
 
 type Dt = 'f32' | 'f16';
 interface Case {
@@ -164,7 +179,7 @@ describe('matmul tc', () => {
   });
 
   it('absmax_scale rows_f16_norm writes rmsnorm(x)·norm as f32 and, times its row scale, as f16; padding rows zero with scale 1', async () => {
-    const [R, L, RP, eps] = [21, 70, 32, 1e-6];
+    const [R, L, RP, eps] = [21, 534, 32, 1e-6];  // L: over one word a thread (256 threads a row)
     const x = randn(R * L, 31);
     for (let i = 0; i < R; i++) for (let l = 0; l < L; l++) x[i * L + l]! *= 10 ** (i % 7 - 3);
     const norm = randn(L, 32, 2);
@@ -173,15 +188,7 @@ describe('matmul tc', () => {
     gpu.dispatch({ shader: 'absmax_scale', entry: 'rows_f16_norm', uniforms: new Uniforms().u32(R).u32(L).u32(RP).f32(eps), bindings: [tx, scale, words, tn, y], workgroups: [RP], label: 'rows_f16_norm' });
     const gotY = await gpu.readF32(y);
     expect(relError(gotY, rmsnormRef(x, norm, eps).y)).toBeLessThan(1e-6); // measured 1.1e-7 (SwiftShader)
-    // the cast is rows_f16's of the y written (its scales and f16 bits exactly)
-    const want = absmaxScalesRef(gotY, R, L, false);
-    const got = await gpu.readF32(scale);
-    expect(Array.from(got.subarray(0, R))).toEqual(Array.from(want));
-    expect(got.subarray(R).every((v) => v === 1)).toBe(true);
-    const bits = (await gpu.read(words)) as Uint32Array;
-    const halves = new Float32Array(RP * L).map((_, j) => f16BitsToF32((bits[j >> 1]! >> ((j & 1) * 16)) & 0xffff));
-    expect(Array.from(halves.subarray(0, R * L))).toEqual(Array.from(roundF16(gotY.map((v, j) => v * want[Math.floor(j / L)]!))));
-    expect(halves.subarray(R * L).every((v) => v === 0)).toBe(true);
+    await expectCastOf(y, gotY, scale, words, RP);
     for (const t of [tx, tn, scale, words, y]) t.release();
   });
 
@@ -198,14 +205,7 @@ describe('matmul tc', () => {
     const gotY = await gpu.readF32(y);
     expect(Array.from(gotY)).toEqual(Array.from(await gpu.readF32(h)));
     expect(relError(gotY, swigluRef(gate, up))).toBeLessThan(1e-5);
-    const want = absmaxScalesRef(gotY, R, L, false);
-    const got = await gpu.readF32(scale);
-    expect(Array.from(got.subarray(0, R))).toEqual(Array.from(want));
-    expect(got.subarray(R).every((v) => v === 1)).toBe(true);
-    const bits = (await gpu.read(words)) as Uint32Array;
-    const halves = new Float32Array(RP * L).map((_, j) => f16BitsToF32((bits[j >> 1]! >> ((j & 1) * 16)) & 0xffff));
-    expect(Array.from(halves.subarray(0, R * L))).toEqual(Array.from(roundF16(gotY.map((v, j) => v * want[Math.floor(j / L)]!))));
-    expect(halves.subarray(R * L).every((v) => v === 0)).toBe(true);
+    await expectCastOf(y, gotY, scale, words, RP);
     for (const t of [tg, tu, scale, words, y, h]) t.release();
   });
 
