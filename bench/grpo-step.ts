@@ -29,7 +29,8 @@
 //   update    grpoUpdate: forward + loss + backward of every micro-batch, one AdamW step per adapter
 // Rows: grpo_voting_<preset>_{step,rollout,reward,update}_s, _tok_per_s (prompt + response tokens of every
 // sequence / step seconds) and _tokens (that count: the PyTorch step's is fixed, so its ratio shows how equal
-// the work was). bench/torch/bench_grpo.py writes the same names; a ratio above 1 of an _s row means troupe is slower.
+// the work was), and _prefill_tokens (the prompt tokens troupe's prefills computed: shared full pages once).
+// bench/torch/bench_grpo.py writes the same names but the last; a ratio above 1 of an _s row means troupe is slower.
 import type { Gpu } from '../src/gpu/gpu.ts';
 import { DEMO_MODEL, resolveModelDir } from '../src/cli/model-args.ts';
 import type { Qwen3Config } from '../src/model/config.ts';
@@ -98,6 +99,8 @@ interface StepSeconds {
   update: number;
   /** Prompt + response tokens of every sequence. */
   tokens: number;
+  /** Prompt tokens the engine's prefills computed (full pages shared within a group, or by prompts that start alike, are computed once). */
+  prefillTokens: number;
 }
 
 interface Setup {
@@ -125,6 +128,7 @@ async function grpoStep(s: Setup, step: number): Promise<StepSeconds> {
   const { gpu, plan } = s;
   const sampling: SamplingConfig = { temperature: STUDY_CONFIG.sampling.temperature, topP: STUDY_CONFIG.sampling.topP, maxNewTokens: plan.newTokens };
   const seed = stepSeed(STUDY_CONFIG.seed, step);
+  const prefilled = s.engine.stats.prefillTokens;
   const t0 = performance.now();
   gpu.phase = 'rollout';
   const episodes = await Promise.all(
@@ -153,13 +157,13 @@ async function grpoStep(s: Setup, step: number): Promise<StepSeconds> {
   gpu.phase = '';
   if (update.skipped) throw new Error(`benchGrpoStep: step ${step} had a non-finite gradient`);
   const tokens = trajs.reduce((a, t) => a + t.promptIds.length + t.responseIds.length, 0);
-  return { step: (t3 - t0) / 1000, rollout: (t1 - t0) / 1000, reward: (t2 - t1) / 1000, update: (t3 - t2) / 1000, tokens };
+  return { step: (t3 - t0) / 1000, rollout: (t1 - t0) / 1000, reward: (t2 - t1) / 1000, update: (t3 - t2) / 1000, tokens, prefillTokens: s.engine.stats.prefillTokens - prefilled };
 }
 
 export async function benchGrpoStep(gpu: Gpu, opts: { quick: boolean; filter?: string; preset?: string }): Promise<BenchRow[]> {
   const { name: presetName, config } = benchPreset('benchGrpoStep', opts, TINY);
   const prefix = `grpo_voting_${presetName.toLowerCase()}`;
-  const names = [...PHASES.map((p) => `${prefix}_${p}_s`), `${prefix}_tok_per_s`, `${prefix}_tokens`];
+  const names = [...PHASES.map((p) => `${prefix}_${p}_s`), `${prefix}_tok_per_s`, `${prefix}_tokens`, `${prefix}_prefill_tokens`];
   if (opts.filter && !names.some((n) => n.includes(opts.filter!))) return [];
 
   const plan = opts.quick ? QUICK : FULL;
@@ -192,7 +196,7 @@ export async function benchGrpoStep(gpu: Gpu, opts: { quick: boolean; filter?: s
     }
     gpu.timeline?.reset();
     const t = await grpoStep(setup, 1);
-    const values: [number, string][] = [...PHASES.map((p): [number, string] => [t[p], 's']), [t.tokens / t.step, 'tokens/s'], [t.tokens, 'tokens']];
+    const values: [number, string][] = [...PHASES.map((p): [number, string] => [t[p], 's']), [t.tokens / t.step, 'tokens/s'], [t.tokens, 'tokens'], [t.prefillTokens, 'tokens']];
     const rows = names.map((n, i) => benchRow(gpu, n, values[i]![0], values[i]![1]));
     // Under --timeline: how much of each phase the GPU worked, and how long it waited for the host.
     for (const p of gpu.timeline ? await gpu.timeline.results() : []) {

@@ -286,22 +286,25 @@ export class RolloutEngine {
     return adapter === null ? 'base' : `${adapter}@${this.options.adapters!.get(adapter).version}`;
   }
 
-  /** Moves waiting sequences into the batch while pages, batch slots and the prefill budget allow. A sibling (the
-   * same adapter and prompt) of a sequence this prefill computes waits for the next one, whose prefix cache then
-   * holds the prompt's full pages: a group of n samples computes its prompt once, not n times. */
+  /** Moves waiting sequences into the batch while pages, batch slots and the prefill budget allow. A sequence whose
+   * next uncached full page (same adapter, same tokens before and in it) this prefill computes for another waits for
+   * the next prefill, whose prefix cache then holds it: a group of n samples computes its prompt once, not n times,
+   * and prompts that start alike (a role's system prompt and task before different candidates) their common pages. */
   private admit(): Sequence[] {
     const admitted: Sequence[] = [];
     let prefillTokens = 0;
-    const computing = new Set<string>();
+    const computing = new Set<string>();  // prefix-cache keys of the prompt pages this prefill adds
+    const P = this.kv.pageSize;
     for (let w = 0; w < this.waiting.length && this.running.length + admitted.length < this.opts.maxBatchSeqs; ) {
       const s = this.waiting[w]!;
       const tokens = [...s.promptIds, ...s.ids];
       const root = this.root(s.adapter);
       const match = this.prefix?.match(root, tokens) ?? { pages: [], key: '' };
-      const cached = match.pages.length * this.kv.pageSize;
+      const cached = match.pages.length * P;
       const newTokens = tokens.length - cached;
-      const prompt = () => `${root}\u0000${s.promptIds.join(',')}`;
-      if (this.prefix && computing.size && computing.has(prompt()) && Math.floor(Math.min(tokens.length - 1, s.promptIds.length) / this.kv.pageSize) > match.pages.length) {
+      // match() leaves the last token uncached: the pages it could take are those before it.
+      const matchable = Math.floor((tokens.length - 1) / P);
+      if (this.prefix && computing.size && matchable > match.pages.length && computing.has(this.prefix.pageKeys(tokens, match.pages.length, match.pages.length + 1, match.key)[0]!)) {
         this.kv.release(match.pages);
         w++;
         continue;
@@ -318,7 +321,8 @@ export class RolloutEngine {
         break;
       }
       this.waiting.splice(w, 1);
-      if (this.prefix) computing.add(prompt());
+      // The pages recordPrefill will insert (the prompt's full pages past the matched ones)
+      for (const key of this.prefix?.pageKeys(s.promptIds, match.pages.length, Infinity, match.key) ?? []) computing.add(key);
       s.pages = [...match.pages, ...this.kv.allocate(need)];
       s.cached = cached;
       s.admittedAt ||= now();

@@ -64,6 +64,19 @@ export class PrefixCache {
     return { pages, key };
   }
 
+  /** The keys insert() would give the full pages `from`..`to`-1 of `ids`, whose page `from` follows `fromKey` (a
+   * match's key): which pages a prefill will add, and which one a waiting sequence would match next. */
+  pageKeys(ids: ArrayLike<number>, from: number, to: number, fromKey: string): string[] {
+    const P = this.kv.pageSize;
+    const keys: string[] = [];
+    let key = fromKey;
+    for (let i = from; i < Math.min(to, Math.floor(ids.length / P)); i++) {
+      key = hashTokens(key, Array.prototype.slice.call(ids, i * P, (i + 1) * P) as number[]);
+      keys.push(key);
+    }
+    return keys;
+  }
+
   /** Records the full pages of a sequence after `from` (index of the first page not yet cached). */
   insert(ids: ArrayLike<number>, pages: readonly number[], from: number, fromKey: string): void {
     const P = this.kv.pageSize;

@@ -151,6 +151,28 @@ describe('RolloutEngine', () => {
     expect(plain.freePages).toBe(plain.kv.numPages);
   }, SLOW);
 
+  it('prompts that start alike compute their common full pages once, with the same results as without sharing', async () => {
+    // A role's system prompt and task (9 tokens: 2 full pages of 4) before three different candidates (5-7 tokens),
+    // and a prompt of another adapter with the same start (K/V under other weights: nothing to share).
+    const shared = engine({ pageSize: 4 });
+    const plain = engine({ pageSize: 4, prefixSharing: false });
+    const start = Array.from(randInts(9, 17, 384));
+    const tails = [5, 6, 7].map((n, i) => Array.from(randInts(n, 30 + i, 384)));
+    const opts: GenerateOptions = { maxNewTokens: 4, temperature: 0.8, seed: 9, ignoreEos: true };
+    const calls = (e: RolloutEngine) => [...tails.map((t, k) => e.generate('evaluator', [...start, ...t], { ...opts, stream: k })), e.generate('generator', [...start, ...tails[0]!], opts)];
+    const a = await Promise.all(calls(shared));
+    const b = await Promise.all(calls(plain));
+    expect(a.map((r) => r.ids)).toEqual(b.map((r) => r.ids));
+    a.forEach((r, i) => r.logprobs.forEach((lp, j) => expect(lp).toBeCloseTo(b[i]!.logprobs[j]!, 3)));
+    // The first evaluator call and the generator's compute all 14 tokens; the other two wait one prefill and compute
+    // what follows the 2 common pages (the start's third page holds their own tokens): 15 - 8 and 16 - 8.
+    expect(plain.stats.prefillTokens).toBe(14 + 15 + 16 + 14);
+    expect(shared.stats.prefillTokens).toBe(14 + 7 + 8 + 14);
+    expect(shared.stats.prefills).toBe(2);
+    shared.clearPrefixCache();
+    expect(shared.freePages).toBe(shared.kv.numPages);
+  }, SLOW);
+
   it('preempts when the cache is full and recomputes to the same result', async () => {
     // 6 pages of 4 tokens: three sequences of 6 + 12 tokens cannot all fit at once.
     const roomy = engine({ pageSize: 4 });
