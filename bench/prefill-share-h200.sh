@@ -2,14 +2,16 @@
 # The rollout's prefills after 3404998 (2026-12-07): a group's siblings compute their prompt once (they wait one
 # prefill for the prefix cache). Before it, the prefills' attention alone (attention_paged) took 919 ms of a
 # 256-sequence rollout's 5 s of GPU time on an H100, each prompt computed by all 8 of its samples.
-# And (2026-12-08) SwiGLU with down_proj's f16 cast in one pass, the casts on 256 threads a row (a7: e7d6ce9 or later).
+# And (2026-12-08, a7: 1d38c18 or later) SwiGLU with down_proj's f16 cast in one pass, the casts on 256 threads a
+# row, and page sharing between prompts that start alike (the GRPO step's aggregators).
 # Alternating rounds of the bundles before (.device/ab/before.mjs.xz, 27a7bc2), after (.device/ab/a6.mjs.xz,
 # 6d14323) and, where carried, .device/ab/a7.mjs.xz: the 256-sequence rollout, a --profile of each bundle's rollout,
 # then the GRPO step of Voting (generators in groups). With .device/tests carried, those tests run first.
 # Prepare: node scripts/bundle.mjs && xz -T4 -9e -c dist/troupe.mjs > .device/ab/a7.mjs.xz at HEAD, the same from
 # clean checkouts (git worktree) of 6d14323 into a6.mjs.xz and of 27a7bc2 into before.mjs.xz, dist/demo-model into
 # .device/ab/demo-model, and node scripts/device-tests.mjs .device/tests test/model/backward-f16.test.ts
-# test/kernels/matmul-tc.test.ts. Carry [".device/gl", ".device/node", ".device/ab", ".device/tests"];
+# test/kernels/matmul-tc.test.ts test/rollout/engine.test.ts.
+# Carry [".device/gl", ".device/node", ".device/ab", ".device/tests"];
 # run: B=330 bash bench/prefill-share-h200.sh (timeout_s 450)
 B=${B:-330}
 source .device/gl/env.sh
