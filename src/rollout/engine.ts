@@ -101,9 +101,11 @@ interface Sequence {
   pages: number[];
   /** Tokens of promptIds + ids whose K/V are in the cache. */
   cached: number;
-  /** Pages that came from the prefix cache at admission, and the prefix key of the last of them. */
+  /** Pages that came from the prefix cache at admission, the prefix key of the last of them, and the keys of the
+   * prompt's full pages after them (which its prefill adds to the cache). */
   sharedPages: number;
   prefixKey: string;
+  newPageKeys: string[];
   queuedAt: number;
   admittedAt: number;
   preemptions: number;
@@ -214,6 +216,7 @@ export class RolloutEngine {
         cached: 0,
         sharedPages: 0,
         prefixKey: '',
+        newPageKeys: [],
         queuedAt: now(),
         admittedAt: 0,
         preemptions: 0,
@@ -310,7 +313,7 @@ export class RolloutEngine {
         continue;
       }
       // Room for the prompt and one page to grow into, so admission does not thrash.
-      const need = Math.ceil((tokens.length + 1) / this.kv.pageSize) - match.pages.length;
+      const need = Math.ceil((tokens.length + 1) / P) - match.pages.length;
       if (admitted.length && prefillTokens + newTokens > this.opts.maxPrefillTokens) {
         this.kv.release(match.pages);
         break;
@@ -322,7 +325,8 @@ export class RolloutEngine {
       }
       this.waiting.splice(w, 1);
       // The pages recordPrefill will insert (the prompt's full pages past the matched ones)
-      for (const key of this.prefix?.pageKeys(s.promptIds, match.pages.length, Infinity, match.key) ?? []) computing.add(key);
+      s.newPageKeys = this.prefix?.pageKeys(s.promptIds, match.pages.length, Infinity, match.key) ?? [];
+      for (const key of s.newPageKeys) computing.add(key);
       s.pages = [...match.pages, ...this.kv.allocate(need)];
       s.cached = cached;
       s.admittedAt ||= now();
@@ -409,7 +413,8 @@ export class RolloutEngine {
     for (const s of admitted) {
       s.cached = s.promptIds.length + s.ids.length;
       // Only prompt pages are shared: generated tokens differ between rollouts.
-      this.prefix?.insert(s.promptIds, s.pages, s.sharedPages, s.prefixKey);
+      this.prefix?.insert(s.promptIds, s.pages, s.sharedPages, s.prefixKey, s.newPageKeys);
+      s.newPageKeys = [];
     }
     this.stats.prefills++;
     this.stats.prefillTokens += ids.length;

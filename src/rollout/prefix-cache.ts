@@ -77,20 +77,17 @@ export class PrefixCache {
     return keys;
   }
 
-  /** Records the full pages of a sequence after `from` (index of the first page not yet cached). */
-  insert(ids: ArrayLike<number>, pages: readonly number[], from: number, fromKey: string): void {
+  /** Records the full pages of a sequence after `from` (index of the first page not yet cached, whose parent key is
+   * `fromKey`); `keys`: their pageKeys(), where the caller has them already. */
+  insert(ids: ArrayLike<number>, pages: readonly number[], from: number, fromKey: string, keys = this.pageKeys(ids, from, Infinity, fromKey)): void {
     const P = this.kv.pageSize;
-    let key = fromKey;
-    const full = Math.floor(ids.length / P);
-    for (let i = from; i < full; i++) {
+    keys.forEach((key, j) => {
+      const i = from + j;
+      if (this.entries.has(key)) return;
+      this.kv.retain([pages[i]!]);
       const tokens = Uint32Array.from(Array.prototype.slice.call(ids, i * P, (i + 1) * P) as number[]);
-      const next = hashTokens(key, tokens);
-      if (!this.entries.has(next)) {
-        this.kv.retain([pages[i]!]);
-        this.entries.set(next, { page: pages[i]!, parent: key, tokens, lastUse: ++this.clock });
-      }
-      key = next;
-    }
+      this.entries.set(key, { page: pages[i]!, parent: j ? keys[j - 1]! : fromKey, tokens, lastUse: ++this.clock });
+    });
   }
 
   /** Drops least recently used entries until `pages` pages are free or nothing is left to drop.

@@ -204,7 +204,7 @@ describe('matmul tc', () => {
     const h = swiglu(gpu, tg, tu);
     const gotY = await gpu.readF32(y);
     expect(Array.from(gotY)).toEqual(Array.from(await gpu.readF32(h)));
-    expect(relError(gotY, swigluRef(gate, up))).toBeLessThan(1e-5);
+    expect(relError(gotY, swigluRef(gate, up))).toBeLessThan(5e-7); // measured 6.0e-8 (SwiftShader)
     await expectCastOf(y, gotY, scale, words, RP);
     for (const t of [tg, tu, scale, words, y, h]) t.release();
   });

@@ -163,7 +163,8 @@ describe('RolloutEngine', () => {
     const a = await Promise.all(calls(shared));
     const b = await Promise.all(calls(plain));
     expect(a.map((r) => r.ids)).toEqual(b.map((r) => r.ids));
-    a.forEach((r, i) => r.logprobs.forEach((lp, j) => expect(lp).toBeCloseTo(b[i]!.logprobs[j]!, 3)));
+    // The shared pages' K/V were computed in another prefill (measured: the same log-probs to the bit on SwiftShader)
+    a.forEach((r, i) => r.logprobs.forEach((lp, j) => expect(Math.abs(lp - b[i]!.logprobs[j]!)).toBeLessThan(1e-5)));
     // The first evaluator call and the generator's compute all 14 tokens; the other two wait one prefill and compute
     // what follows the 2 common pages (the start's third page holds their own tokens): 15 - 8 and 16 - 8.
     expect(plain.stats.prefillTokens).toBe(14 + 15 + 16 + 14);
